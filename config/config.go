@@ -1,0 +1,5 @@
+// Package config holds kbroker's typed configuration.
+package config
+
+// Config is the broker configuration (being written).
+type Config struct{}
