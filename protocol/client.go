@@ -1,0 +1,172 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Client is a minimal Kafka client for broker-to-broker traffic (replica
+// fetchers): one connection, one request at a time, versions negotiated once
+// through ApiVersions. It is safe for concurrent use; requests are serialised.
+type Client struct {
+	addr     string
+	clientID string
+	dialer   net.Dialer
+
+	mu          sync.Mutex // guards the fields below; held for a whole round trip
+	nc          net.Conn
+	rd          *bufio.Reader
+	correlation int32
+	maxVersions map[int16]int16 // from the peer's ApiVersions
+	buf         []byte
+}
+
+// NewClient returns a client for addr. It connects lazily.
+func NewClient(addr, clientID string) *Client {
+	return &Client{addr: addr, clientID: clientID, dialer: net.Dialer{Timeout: 5 * time.Second}}
+}
+
+// Addr returns the peer address.
+func (c *Client) Addr() string { return c.addr }
+
+// ErrUnsupportedByPeer is returned when the peer does not support the request's key.
+var ErrUnsupportedByPeer = errors.New("protocol: peer does not support this api")
+
+// Request sends req at the highest version both sides support (capped at the
+// version already set on req, if it is not zero) and returns the response.
+// Any error closes the connection; the next call reconnects.
+func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.connectLocked(ctx); err != nil {
+		return nil, err
+	}
+	peerMax, ok := c.maxVersions[req.Key()]
+	if !ok {
+		return nil, fmt.Errorf("%w: key %d at %s", ErrUnsupportedByPeer, req.Key(), c.addr)
+	}
+	v := min(req.MaxVersion(), peerMax)
+	if cur := req.GetVersion(); cur > 0 && cur < v {
+		v = cur
+	}
+	req.SetVersion(v)
+	resp, err := c.roundTripLocked(ctx, req)
+	if err != nil {
+		c.closeLocked()
+		return nil, err
+	}
+	return resp, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closeLocked()
+}
+
+func (c *Client) closeLocked() {
+	if c.nc != nil {
+		c.nc.Close()
+		c.nc = nil
+	}
+}
+
+func (c *Client) connectLocked(ctx context.Context) error {
+	if c.nc != nil {
+		return nil
+	}
+	nc, err := c.dialer.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return fmt.Errorf("dialing %s: %w", c.addr, err)
+	}
+	c.nc = nc
+	c.rd = bufio.NewReaderSize(nc, 64<<10)
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(3)
+	av.ClientSoftwareName = "kbroker"
+	av.ClientSoftwareVersion = "1"
+	resp, err := c.roundTripLocked(ctx, av)
+	if err != nil {
+		c.closeLocked()
+		return fmt.Errorf("ApiVersions to %s: %w", c.addr, err)
+	}
+	avr := resp.(*kmsg.ApiVersionsResponse)
+	if err := kerr.ErrorForCode(avr.ErrorCode); err != nil {
+		c.closeLocked()
+		return fmt.Errorf("ApiVersions to %s: %w", c.addr, err)
+	}
+	c.maxVersions = make(map[int16]int16, len(avr.ApiKeys))
+	for _, k := range avr.ApiKeys {
+		c.maxVersions[k.ApiKey] = k.MaxVersion
+	}
+	return nil
+}
+
+func (c *Client) roundTripLocked(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(30 * time.Second)
+	}
+	c.nc.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
+	defer stop()
+
+	c.correlation++
+	corr := c.correlation
+	c.buf = appendRequest(c.buf[:0], corr, c.clientID, req)
+	if _, err := c.nc.Write(c.buf); err != nil {
+		return nil, fmt.Errorf("writing to %s: %w", c.addr, err)
+	}
+	var size [4]byte
+	if _, err := io.ReadFull(c.rd, size[:]); err != nil {
+		return nil, fmt.Errorf("reading from %s: %w", c.addr, err)
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 4 || n > 1<<30 {
+		return nil, fmt.Errorf("%w: response size %d from %s", ErrBadFrame, n, c.addr)
+	}
+	frame := make([]byte, n)
+	if _, err := io.ReadFull(c.rd, frame); err != nil {
+		return nil, fmt.Errorf("reading from %s: %w", c.addr, err)
+	}
+	rd := kbin.Reader{Src: frame}
+	if got := rd.Int32(); got != corr {
+		return nil, fmt.Errorf("%w: correlation id %d, want %d", ErrBadFrame, got, corr)
+	}
+	resp := req.ResponseKind()
+	if resp.IsFlexible() && resp.Key() != ApiVersionsKey {
+		skipTags(&rd)
+	}
+	if err := resp.ReadFrom(rd.Src); err != nil {
+		return nil, fmt.Errorf("decoding key %d response from %s: %w", req.Key(), c.addr, err)
+	}
+	return resp, nil
+}
+
+// appendRequest appends a size-prefixed request frame to dst.
+func appendRequest(dst []byte, correlationID int32, clientID string, req kmsg.Request) []byte {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	dst = kbin.AppendInt16(dst, req.Key())
+	dst = kbin.AppendInt16(dst, req.GetVersion())
+	dst = kbin.AppendInt32(dst, correlationID)
+	dst = kbin.AppendString(dst, clientID)
+	if req.IsFlexible() {
+		dst = append(dst, 0)
+	}
+	dst = req.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}

@@ -1,0 +1,215 @@
+package protocol
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// conn serves one client connection with a reader and a writer goroutine.
+// The reader owns decoding and handling; the writer owns the socket's write
+// side. They communicate only through pending, in request order.
+type conn struct {
+	srv  *Server
+	nc   net.Conn
+	info *ConnInfo
+	log  *slog.Logger
+
+	ctx    context.Context // done when the connection is closing
+	cancel context.CancelFunc
+
+	pending  chan pendingResponse // reader -> writer, request order
+	inflight atomic.Int32         // requests read and not yet answered
+}
+
+type pendingResponse struct {
+	req   *Request
+	resp  Response
+	start time.Time
+}
+
+func (s *Server) serveConn(nc net.Conn, listenerName string) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	info := &ConnInfo{ID: s.nextConnID.Add(1), Listener: listenerName, Remote: nc.RemoteAddr()}
+	c := &conn{
+		srv:     s,
+		nc:      nc,
+		info:    info,
+		log:     s.log.With("conn", info.ID, "remote", info.Remote.String(), "listener", listenerName),
+		ctx:     ctx,
+		cancel:  cancel,
+		pending: make(chan pendingResponse, s.opts.MaxInflight),
+	}
+	// Closing the socket is what unblocks a reader stuck in Read.
+	stop := context.AfterFunc(ctx, func() { nc.Close() })
+	defer stop()
+	defer cancel()
+
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		c.writeLoop()
+	}()
+	c.readLoop()
+	<-writerDone
+}
+
+// readLoop reads, decodes and handles requests in order until the connection
+// fails, then closes pending so the writer finishes what was answered.
+func (c *conn) readLoop() {
+	defer close(c.pending)
+	rd := bufio.NewReaderSize(c.nc, 64<<10)
+	var sizeBuf [4]byte
+	for {
+		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.opts.IdleTimeout)); err != nil {
+			return
+		}
+		frame, err := readFrame(rd, c.srv.opts.MaxRequestBytes, &sizeBuf)
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && c.inflight.Load() > 0 {
+				continue // idle reading, but busy answering: not idle
+			}
+			c.logReadError(err)
+			return
+		}
+		start := time.Now()
+		req, err := parseRequest(frame)
+		if err != nil {
+			c.log.Warn("closing connection: bad request", "key", req.Key, "version", req.Version,
+				"correlation_id", req.CorrelationID, "client_id", req.ClientIDString(), "err", err)
+			c.push(pendingResponse{req: req, resp: Response{Close: true}, start: start})
+			return
+		}
+		req.Conn = c.info
+		resp := c.handle(req)
+		if resp.NoReply {
+			c.observe(req, nil, start)
+			continue
+		}
+		if !c.push(pendingResponse{req: req, resp: resp, start: start}) || resp.Close {
+			return
+		}
+	}
+}
+
+func (c *conn) logReadError(err error) {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), c.ctx.Err() != nil:
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.log.Debug("closing idle connection", "idle", c.srv.opts.IdleTimeout)
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrBadFrame):
+		c.log.Warn("closing connection: bad frame", "err", err)
+	default:
+		c.log.Debug("connection read failed", "err", err)
+	}
+}
+
+// push queues a response for the writer; false if the connection is closing.
+func (c *conn) push(p pendingResponse) bool {
+	c.inflight.Add(1)
+	select {
+	case c.pending <- p:
+		return true
+	case <-c.ctx.Done():
+		c.inflight.Add(-1)
+		return false
+	}
+}
+
+// handle runs the handler and turns a panic into an error response: one bad
+// request must not take down the connection's other requests or the broker.
+func (c *conn) handle(req *Request) (resp Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp = c.recovered(req, r)
+		}
+	}()
+	return c.srv.handler.Handle(c.ctx, req)
+}
+
+func (c *conn) recovered(req *Request, r any) Response {
+	c.log.Error("request handler panicked", "key", req.Key, "version", req.Version,
+		"correlation_id", req.CorrelationID, "client_id", req.ClientIDString(),
+		"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	body := c.errorResponse(req)
+	if body == nil {
+		return Response{Close: true}
+	}
+	return Response{Body: body}
+}
+
+func (c *conn) errorResponse(req *Request) (body kmsg.Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			body = nil
+		}
+	}()
+	return c.srv.handler.ErrorResponse(req, kerr.UnknownServerError.Code)
+}
+
+// writeLoop writes responses in request order. A deferred response blocks
+// the responses behind it, exactly as Kafka's per-connection ordering needs.
+func (c *conn) writeLoop() {
+	defer c.cancel()
+	w := bufio.NewWriterSize(c.nc, 64<<10)
+	var buf []byte
+	for p := range c.pending {
+		body := p.resp.Body
+		if p.resp.Later != nil {
+			body = c.waitLater(p.req, p.resp.Later)
+		}
+		if p.resp.Close || body == nil {
+			w.Flush()
+			c.inflight.Add(-1)
+			return
+		}
+		if body.Key() != ApiVersionsKey {
+			body.SetVersion(p.req.Version)
+		}
+		buf = appendResponse(buf[:0], p.req.CorrelationID, body)
+		if _, err := w.Write(buf); err != nil {
+			c.log.Debug("connection write failed", "err", err)
+			return
+		}
+		c.inflight.Add(-1)
+		if len(c.pending) == 0 {
+			if err := w.Flush(); err != nil {
+				c.log.Debug("connection flush failed", "err", err)
+				return
+			}
+		}
+		c.observe(p.req, body, p.start)
+		if cap(buf) > 4<<20 {
+			buf = nil // do not pin a huge fetch buffer to an idle connection
+		}
+	}
+	w.Flush()
+}
+
+func (c *conn) waitLater(req *Request, later func(context.Context) kmsg.Response) (body kmsg.Response) {
+	defer func() {
+		if r := recover(); r != nil {
+			body = c.recovered(req, r).Body
+		}
+	}()
+	return later(c.ctx)
+}
+
+func (c *conn) observe(req *Request, resp kmsg.Response, start time.Time) {
+	if c.srv.opts.Observe != nil {
+		c.srv.opts.Observe(req, resp, time.Since(start))
+	}
+}

@@ -1,0 +1,68 @@
+package protocol
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Header is a decoded request header.
+type Header struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      *string
+}
+
+// ConnInfo describes the connection a request arrived on.
+type ConnInfo struct {
+	ID       uint64   // unique per server, for logs
+	Listener string   // listener name, e.g. PLAINTEXT or CONTROLLER
+	Remote   net.Addr // peer address
+}
+
+// Request is one decoded request.
+type Request struct {
+	Header
+	// Body is the decoded request. For an ApiVersions request at a version this
+	// build cannot decode, Body is an empty ApiVersionsRequest carrying the
+	// requested version so the handler can answer with the v0 fallback.
+	Body kmsg.Request
+	Conn *ConnInfo
+	// Size is the frame size in bytes, header included.
+	Size int
+}
+
+// ClientIDString returns the client id, or "" when null.
+func (r *Request) ClientIDString() string {
+	if r.ClientID == nil {
+		return ""
+	}
+	return *r.ClientID
+}
+
+// Response is what a Handler returns for one request. Exactly one of Body,
+// Later, NoReply or Close is meaningful.
+type Response struct {
+	// Body is an immediate answer.
+	Body kmsg.Response
+	// Later is a deferred answer: it runs on the connection's writer goroutine
+	// when every earlier response has been written, and blocks until the answer
+	// is ready. It must return promptly once ctx is done (the connection closed).
+	Later func(ctx context.Context) kmsg.Response
+	// NoReply means the request gets no response (produce with acks=0).
+	NoReply bool
+	// Close closes the connection once every earlier response has been written.
+	Close bool
+}
+
+// Handler serves decoded requests. Handle runs on the connection's reader
+// goroutine: requests of one connection are handled one at a time, in order.
+type Handler interface {
+	Handle(ctx context.Context, req *Request) Response
+	// ErrorResponse answers req with code in every error field its response
+	// has. It returns nil when the API's response cannot carry an error; the
+	// connection is then closed.
+	ErrorResponse(req *Request, code int16) kmsg.Response
+}
