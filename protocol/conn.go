@@ -95,6 +95,9 @@ func (c *conn) readLoop() {
 		req.Conn = c.info
 		resp := c.handle(req)
 		if resp.NoReply {
+			if resp.Done != nil {
+				resp.Done()
+			}
 			c.observe(req, nil, start)
 			continue
 		}
@@ -124,7 +127,7 @@ func (c *conn) push(p pendingResponse) bool {
 	case c.pending <- p:
 		return true
 	case <-c.ctx.Done():
-		c.inflight.Add(-1)
+		c.finish(p)
 		return false
 	}
 }
@@ -164,6 +167,7 @@ func (c *conn) errorResponse(req *Request) (body kmsg.Response) {
 // the responses behind it, exactly as Kafka's per-connection ordering needs.
 func (c *conn) writeLoop() {
 	defer c.cancel()
+	defer c.drain()
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
 	for p := range c.pending {
@@ -173,18 +177,18 @@ func (c *conn) writeLoop() {
 		}
 		if p.resp.Close || body == nil {
 			w.Flush()
-			c.inflight.Add(-1)
+			c.finish(p)
 			return
 		}
 		if body.Key() != ApiVersionsKey {
 			body.SetVersion(p.req.Version)
 		}
 		buf = appendResponse(buf[:0], p.req.CorrelationID, body)
+		c.finish(p)
 		if _, err := w.Write(buf); err != nil {
 			c.log.Debug("connection write failed", "err", err)
 			return
 		}
-		c.inflight.Add(-1)
 		if len(c.pending) == 0 {
 			if err := w.Flush(); err != nil {
 				c.log.Debug("connection flush failed", "err", err)
@@ -197,6 +201,23 @@ func (c *conn) writeLoop() {
 		}
 	}
 	w.Flush()
+}
+
+// finish releases what a response borrowed once it is encoded or dropped.
+func (c *conn) finish(p pendingResponse) {
+	c.inflight.Add(-1)
+	if p.resp.Done != nil {
+		p.resp.Done()
+	}
+}
+
+// drain drops the responses still queued when the writer stops early, so
+// that their Done hooks run; it returns when the reader has closed pending.
+func (c *conn) drain() {
+	c.cancel() // stop the reader
+	for p := range c.pending {
+		c.finish(p)
+	}
 }
 
 func (c *conn) waitLater(req *Request, later func(context.Context) kmsg.Response) (body kmsg.Response) {

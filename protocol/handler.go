@@ -55,6 +55,10 @@ type Response struct {
 	NoReply bool
 	// Close closes the connection once every earlier response has been written.
 	Close bool
+	// Done, if set, runs once the response has been written or dropped (the
+	// connection closed first). Handlers release what the body borrows, such
+	// as mapped log segments, here.
+	Done func()
 }
 
 // Handler serves decoded requests. Handle runs on the connection's reader
