@@ -1,0 +1,155 @@
+package controller
+
+import (
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Voter is one member of controller.quorum.voters.
+type Voter struct {
+	ID   int32
+	Addr string // host:port of the CONTROLLER listener
+}
+
+// Endpoint is one listener a broker advertises.
+type Endpoint struct {
+	Name             string
+	Host             string
+	Port             int32
+	SecurityProtocol int16
+}
+
+// ControllerListenerName is the listener name whose endpoint, in a broker
+// registration, is the node's Raft and controller address.
+const ControllerListenerName = "CONTROLLER"
+
+// Options configure a Node. Zero values take the defaults noted.
+type Options struct {
+	NodeID     int32
+	ListenAddr string  // this node's controller listener (bind), e.g. 127.0.0.1:19092
+	Voters     []Voter // controller.quorum.voters; empty: a quorum of one (this node at ListenAddr)
+	DataDir    string  // holds raft.db and snapshots/
+	ClusterID  string  // optional; otherwise generated once by the first leader and stored in the log
+
+	// Raft timing (controller.quorum.* ms). Defaults 500ms / 1s; a quorum of
+	// one uses 50ms for both since it has nobody to wait for.
+	ElectionTimeout, HeartbeatTimeout time.Duration
+
+	// Broker sessions (broker.session.timeout.ms 9s, broker.heartbeat.interval.ms 2s).
+	BrokerSessionTimeout, BrokerHeartbeatInterval time.Duration
+
+	DefaultNumPartitions     int32 // num.partitions, default 1
+	DefaultReplicationFactor int16 // default.replication.factor, default 1
+
+	// UncleanLeaderElectionEnable is the broker-level default of
+	// unclean.leader.election.enable; it may change dynamically. nil = false.
+	UncleanLeaderElectionEnable func() bool
+
+	AutoLeaderRebalanceEnable    bool
+	LeaderImbalanceCheckInterval time.Duration // default 300s
+
+	// ValidateTopicConfig validates one topic config; nil accepts everything.
+	ValidateTopicConfig func(name, value string) error
+
+	// ExternalKafkaServer: the caller serves KafkaListener() itself. By default
+	// the Node answers Kafka connections on the controller port with Handle.
+	ExternalKafkaServer bool
+
+	Logger *slog.Logger
+	Now    func() time.Time // injected clock; default time.Now
+	Rand   *rand.Rand       // replica placement start index and shift; default seeded randomly
+}
+
+// withDefaults validates o and fills in defaults.
+func (o Options) withDefaults() (Options, error) {
+	if o.NodeID < 0 {
+		return o, fmt.Errorf("controller: node id %d must be >= 0", o.NodeID)
+	}
+	if o.DataDir == "" {
+		return o, fmt.Errorf("controller: DataDir is required")
+	}
+	if _, _, err := net.SplitHostPort(o.ListenAddr); err != nil {
+		return o, fmt.Errorf("controller: listen address %q: %w", o.ListenAddr, err)
+	}
+	if len(o.Voters) == 0 {
+		o.Voters = []Voter{{ID: o.NodeID, Addr: o.ListenAddr}}
+	}
+	seen := map[int32]bool{}
+	for _, v := range o.Voters {
+		if seen[v.ID] {
+			return o, fmt.Errorf("controller: voter %d listed twice", v.ID)
+		}
+		seen[v.ID] = true
+		if _, _, err := net.SplitHostPort(v.Addr); err != nil {
+			return o, fmt.Errorf("controller: voter %d address %q: %w", v.ID, v.Addr, err)
+		}
+	}
+	if o.quorumOfOne() {
+		o.HeartbeatTimeout = min(orDefault(o.HeartbeatTimeout, 50*time.Millisecond), 50*time.Millisecond)
+		o.ElectionTimeout = min(orDefault(o.ElectionTimeout, 50*time.Millisecond), 50*time.Millisecond)
+	}
+	o.HeartbeatTimeout = orDefault(o.HeartbeatTimeout, 500*time.Millisecond)
+	o.ElectionTimeout = max(orDefault(o.ElectionTimeout, time.Second), o.HeartbeatTimeout)
+	o.BrokerSessionTimeout = orDefault(o.BrokerSessionTimeout, 9*time.Second)
+	o.BrokerHeartbeatInterval = orDefault(o.BrokerHeartbeatInterval, 2*time.Second)
+	o.LeaderImbalanceCheckInterval = orDefault(o.LeaderImbalanceCheckInterval, 300*time.Second)
+	if o.DefaultNumPartitions <= 0 {
+		o.DefaultNumPartitions = 1
+	}
+	if o.DefaultReplicationFactor <= 0 {
+		o.DefaultReplicationFactor = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return o, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// quorumOfOne reports whether this node is the only voter.
+func (o *Options) quorumOfOne() bool {
+	return len(o.Voters) == 0 || len(o.Voters) == 1 && o.Voters[0].ID == o.NodeID
+}
+
+// isVoter reports whether this node is listed in Voters.
+func (o *Options) isVoter() bool {
+	for _, v := range o.Voters {
+		if v.ID == o.NodeID {
+			return true
+		}
+	}
+	return false
+}
+
+// voterAddr returns the advertised controller address of this node when it is
+// a voter, "" otherwise.
+func (o *Options) voterAddr() string {
+	for _, v := range o.Voters {
+		if v.ID == o.NodeID {
+			return v.Addr
+		}
+	}
+	return ""
+}
+
+func (o *Options) uncleanDefault() bool {
+	return o.UncleanLeaderElectionEnable != nil && o.UncleanLeaderElectionEnable()
+}
+
+func serverID(id int32) string { return strconv.FormatInt(int64(id), 10) }
