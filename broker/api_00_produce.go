@@ -1,0 +1,211 @@
+package broker
+
+// Produce (key 0), v3-v12 (record batch v2 only: v0-v2 carry old message
+// formats, which Kafka 4 no longer accepts; ApiVersions says so).
+//
+// Per partition: the topic must exist and this broker must lead the
+// partition (NOT_LEADER_OR_FOLLOWER otherwise, with the current leader in v10+
+// answers); the records must be exactly one v2 batch (INVALID_RECORD), with a
+// valid CRC (CORRUPT_MESSAGE) and within max.message.bytes (MESSAGE_TOO_LARGE).
+// The batch header is all we read: no record is decoded and nothing is
+// re-encoded. Idempotent producers are checked against the partition's
+// producer state: a duplicate is answered with the original offsets, a gap
+// with OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch with INVALID_PRODUCER_EPOCH.
+//
+// acks=0 gets no response (an error closes the connection, so the client
+// notices); acks=1 is answered after the local append; acks=-1 refuses with
+// NOT_ENOUGH_REPLICAS before appending when the ISR is smaller than
+// min.insync.replicas, and is answered once the HW passes the batch, or with
+// NOT_ENOUGH_REPLICAS_AFTER_APPEND or REQUEST_TIMED_OUT. The wait happens on
+// the connection's writer, so the next request's appends go ahead in order.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// pendingAck is an acks=all partition waiting for its HW.
+type pendingAck struct {
+	part       *replication.Partition
+	lastOffset int64
+	resp       *kmsg.ProduceResponseTopicPartition
+}
+
+func (b *Broker) handleProduce(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.ProduceRequest)
+	resp := r.ResponseKind().(*kmsg.ProduceResponse)
+	if r.TransactionID != nil {
+		// Transactions are not served yet: refuse them loudly rather than
+		// write records no read_committed consumer could trust.
+		return protocol.Response{Body: fillProduceErrors(resp, r, kerr.TransactionalIDAuthorizationFailed.Code)}
+	}
+	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
+		return protocol.Response{Body: fillProduceErrors(resp, r, kerr.InvalidRequiredAcks.Code)}
+	}
+	view := b.view()
+	var waits []pendingAck
+	failed := false
+	for _, rt := range r.Topics {
+		out := kmsg.NewProduceResponseTopic()
+		out.Topic, out.TopicID = rt.Topic, rt.TopicID
+		out.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
+		for i, rp := range rt.Partitions {
+			pr := &out.Partitions[i]
+			*pr = kmsg.NewProduceResponseTopicPartition()
+			pr.Partition = rp.Partition
+			part, lastOffset := b.producePartition(view, rt.Topic, r.Acks, rp, pr)
+			if pr.ErrorCode != 0 {
+				failed = true
+			} else if r.Acks == -1 && part != nil {
+				waits = append(waits, pendingAck{part: part, lastOffset: lastOffset})
+			}
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	// Point at the response entries only now that the slices are final.
+	for i := range waits {
+		waits[i].resp = findProducePartition(resp, waits[i].part)
+	}
+	switch {
+	case r.Acks == 0 && failed:
+		return protocol.Response{Close: true}
+	case r.Acks == 0:
+		return protocol.Response{NoReply: true}
+	case len(waits) == 0:
+		return protocol.Response{Body: resp}
+	}
+	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
+	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		for _, w := range waits {
+			if err := w.part.WaitForHW(ctx, w.lastOffset); err != nil {
+				w.resp.ErrorCode = errorCode(err)
+				w.resp.BaseOffset = -1
+			}
+		}
+		return resp
+	}}
+}
+
+// producePartition validates and appends one partition's records, filling
+// pr. It returns the partition and the last offset written, for acks=all.
+func (b *Broker) producePartition(view *metadataView, topic string, acks int16, rp kmsg.ProduceRequestTopicPartition, pr *kmsg.ProduceResponseTopicPartition) (*replication.Partition, int64) {
+	t, tc, ok := view.topic(topic)
+	if !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+		pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		return nil, 0
+	}
+	part, ok := b.replicas.Partition(topic, rp.Partition)
+	if !ok {
+		pr.ErrorCode = kerr.NotLeaderForPartition.Code
+		return nil, 0
+	}
+	if code, msg := validateProduceRecords(rp.Records, tc.MaxMessageBytes); code != 0 {
+		pr.ErrorCode = code
+		pr.ErrorMessage = &msg
+		return nil, 0
+	}
+	opts := storage.AppendOptions{}
+	if tc.MessageTimestampType == "LogAppendTime" {
+		opts.LogAppendTime = true
+		opts.Now = b.now().UnixMilli()
+	}
+	info, err := part.AppendAsLeader(rp.Records, acks, opts)
+	var dup *storage.DuplicateBatchError
+	switch {
+	case errors.As(err, &dup):
+		// Kafka answers a resent batch with the offsets it got the first time.
+		pr.BaseOffset = dup.FirstOffset
+		pr.LogStartOffset = part.Log().LogStartOffset()
+		return part, dup.LastOffset
+	case err != nil:
+		pr.ErrorCode = errorCode(err)
+		if pr.ErrorCode == kerr.UnknownServerError.Code || pr.ErrorCode == kerr.KafkaStorageError.Code {
+			b.logger.Error("produce append failed", "topic", topic, "partition", rp.Partition, "err", err)
+		}
+		if pr.ErrorCode == kerr.NotLeaderForPartition.Code {
+			b.setCurrentLeader(view, topic, rp.Partition, pr)
+		}
+		return nil, 0
+	}
+	pr.BaseOffset = info.FirstOffset
+	pr.LogAppendTime = info.LogAppendTime
+	pr.LogStartOffset = info.LogStartOffset
+	return part, info.LastOffset
+}
+
+// validateProduceRecords checks what Kafka checks before an append, from the
+// batch header alone: one v2 batch, intact, within the size limit.
+func validateProduceRecords(records []byte, maxMessageBytes int32) (int16, string) {
+	if len(records) == 0 {
+		return kerr.InvalidRecord.Code, "produce request has no records"
+	}
+	if len(records) > int(maxMessageBytes) {
+		return kerr.MessageTooLarge.Code, "record batch is larger than max.message.bytes"
+	}
+	h, err := storage.ParseBatchHeader(records)
+	if err != nil {
+		if errors.Is(err, storage.ErrUnsupportedMagic) {
+			return kerr.UnsupportedForMessageFormat.Code, "only record batch format v2 (magic 2) is supported"
+		}
+		return kerr.CorruptMessage.Code, err.Error()
+	}
+	if h.Size() != len(records) {
+		return kerr.InvalidRecord.Code, "produce requests v3+ must contain exactly one record batch"
+	}
+	if err := storage.ValidateProduceBatch(records); err != nil {
+		if errors.Is(err, storage.ErrInvalidRecord) {
+			return kerr.InvalidRecord.Code, err.Error()
+		}
+		return kerr.CorruptMessage.Code, err.Error()
+	}
+	return 0, ""
+}
+
+// setCurrentLeader tells the client where the partition moved (KIP-951).
+func (b *Broker) setCurrentLeader(view *metadataView, topic string, partition int32, pr *kmsg.ProduceResponseTopicPartition) {
+	t, ok := view.img.Topics[topic]
+	if !ok || int(partition) >= len(t.Partitions) {
+		return
+	}
+	p := t.Partitions[partition]
+	pr.CurrentLeader.LeaderID = p.Leader
+	pr.CurrentLeader.LeaderEpoch = p.LeaderEpoch
+}
+
+func findProducePartition(resp *kmsg.ProduceResponse, part *replication.Partition) *kmsg.ProduceResponseTopicPartition {
+	for i := range resp.Topics {
+		if resp.Topics[i].Topic != part.Topic {
+			continue
+		}
+		for j := range resp.Topics[i].Partitions {
+			if resp.Topics[i].Partitions[j].Partition == part.Index {
+				return &resp.Topics[i].Partitions[j]
+			}
+		}
+	}
+	return &kmsg.ProduceResponseTopicPartition{}
+}
+
+func fillProduceErrors(resp *kmsg.ProduceResponse, r *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
+	for _, rt := range r.Topics {
+		out := kmsg.NewProduceResponseTopic()
+		out.Topic, out.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			pr := kmsg.NewProduceResponseTopicPartition()
+			pr.Partition, pr.ErrorCode = rp.Partition, code
+			out.Partitions = append(out.Partitions, pr)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	return resp
+}

@@ -1,0 +1,244 @@
+package broker
+
+// Fetch (key 1), v4-v16.
+//
+// Consumers read up to the high watermark (and the last stable offset, equal
+// to it while transactions are not served); followers (replica id >= 0, v15+
+// in ReplicaState) read up to the log end offset, and their fetch offset is
+// their LEO as the leader sees it (replication.Partition.ReadForFollower).
+// A fetch offset inside a batch returns the whole batch; above the HW a
+// consumer gets no records and no error; below the log start or above the log
+// end it gets OFFSET_OUT_OF_RANGE. The first partition with data returns at
+// least one whole batch even beyond the byte limits (KIP-74).
+//
+// Long poll: when fewer than MinBytes are ready the request waits, on the
+// connection's writer, until appends or HW moves on its partitions make
+// MinBytes available or MaxWaitMillis passes; it is woken by the partitions'
+// watchers, never by polling.
+//
+// Fetch sessions (KIP-227): kbroker does not create sessions. A full fetch
+// that asks for one is answered with session id 0, which tells the client to
+// go on with full fetches; an incremental fetch of an unknown session gets
+// FETCH_SESSION_ID_NOT_FOUND.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/replication"
+)
+
+// fetchRead is one pass over a fetch request's partitions.
+type fetchRead struct {
+	resp     *kmsg.FetchResponse
+	bytes    int
+	hasError bool
+	releases []func()
+}
+
+func (fr *fetchRead) release() {
+	for _, rel := range fr.releases {
+		rel()
+	}
+	fr.releases = nil
+}
+
+func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.FetchRequest)
+	if r.SessionID != 0 {
+		resp := r.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		return protocol.Response{Body: resp}
+	}
+	first := b.readFetch(r)
+	minBytes := max(int(r.MinBytes), 1)
+	if first.bytes >= minBytes || first.hasError || r.MaxWaitMillis <= 0 {
+		return protocol.Response{Body: first.resp, Done: first.release}
+	}
+	first.release()
+	var last *fetchRead
+	return protocol.Response{
+		Later: func(ctx context.Context) kmsg.Response {
+			last = b.longPollFetch(ctx, r, minBytes)
+			return last.resp
+		},
+		Done: func() {
+			if last != nil {
+				last.release()
+			}
+		},
+	}
+}
+
+// longPollFetch waits until MinBytes are ready, MaxWait passes or the
+// connection closes, and returns the last read.
+func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minBytes int) *fetchRead {
+	w := replication.NewWaiter()
+	for _, p := range b.fetchPartitions(r) {
+		stop := p.Watch(w)
+		defer stop()
+	}
+	timer := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	defer timer.Stop()
+	for {
+		select {
+		case <-w.C:
+		case <-timer.C:
+			return b.readFetch(r)
+		case <-ctx.Done():
+			return b.readFetch(r)
+		}
+		res := b.readFetch(r)
+		if res.bytes >= minBytes || res.hasError {
+			return res
+		}
+		res.release()
+	}
+}
+
+// fetchPartitions lists the partitions a fetch names that this broker holds.
+func (b *Broker) fetchPartitions(r *kmsg.FetchRequest) []*replication.Partition {
+	view := b.view()
+	var out []*replication.Partition
+	for _, rt := range r.Topics {
+		name := b.fetchTopicName(view, r.Version, rt)
+		for _, rp := range rt.Partitions {
+			if p, ok := b.replicas.Partition(name, rp.Partition); ok {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func (b *Broker) fetchTopicName(view *metadataView, version int16, rt kmsg.FetchRequestTopic) string {
+	if version < 13 {
+		return rt.Topic
+	}
+	if t, ok := view.topicByID(rt.TopicID); ok {
+		return t.Name
+	}
+	return ""
+}
+
+// readFetch reads every partition of r once.
+func (b *Broker) readFetch(r *kmsg.FetchRequest) *fetchRead {
+	view := b.view()
+	replicaID := r.ReplicaID
+	if r.Version >= 15 {
+		replicaID = r.ReplicaState.ID
+	}
+	fr := &fetchRead{resp: r.ResponseKind().(*kmsg.FetchResponse)}
+	budget := int(r.MaxBytes)
+	if budget <= 0 {
+		budget = int(^uint32(0) >> 1)
+	}
+	minOne := true
+	for _, rt := range r.Topics {
+		out := kmsg.NewFetchResponseTopic()
+		out.Topic, out.TopicID = rt.Topic, rt.TopicID
+		name := b.fetchTopicName(view, r.Version, rt)
+		for _, rp := range rt.Partitions {
+			op := kmsg.NewFetchResponseTopicPartition()
+			op.Partition = rp.Partition
+			limit := min(int(rp.PartitionMaxBytes), budget)
+			n := b.readFetchPartition(view, r, name, replicaID, rp, int32(max(limit, 0)), minOne, &op, fr)
+			if n > 0 {
+				minOne = false
+				budget -= n
+				fr.bytes += n
+			}
+			if op.ErrorCode != 0 {
+				fr.hasError = true
+			}
+			out.Partitions = append(out.Partitions, op)
+		}
+		fr.resp.Topics = append(fr.resp.Topics, out)
+	}
+	return fr
+}
+
+// readFetchPartition fills op for one partition and returns the bytes read.
+func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, name string, replicaID int32,
+	rp kmsg.FetchRequestTopicPartition, limit int32, minOne bool, op *kmsg.FetchResponseTopicPartition, fr *fetchRead) int {
+	t, _, ok := view.topic(name)
+	if !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
+		op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		if r.Version >= 13 && name == "" {
+			op.ErrorCode = kerr.UnknownTopicID.Code
+		}
+		return 0
+	}
+	part, ok := b.replicas.Partition(name, rp.Partition)
+	if !ok {
+		op.ErrorCode = kerr.NotLeaderForPartition.Code
+		b.fetchCurrentLeader(view, t.Partitions[rp.Partition].Leader, t.Partitions[rp.Partition].LeaderEpoch, op, fr)
+		return 0
+	}
+	var res replication.ReadResult
+	var err error
+	if replicaID >= 0 {
+		res, err = part.ReadForFollower(replication.FollowerFetch{
+			ReplicaID: replicaID, FetchOffset: rp.FetchOffset, LastFetchedEpoch: lastFetchedEpoch(r.Version, rp),
+			CurrentLeaderEpoch: rp.CurrentLeaderEpoch, MaxBytes: limit, MinOneBatch: minOne,
+		})
+	} else {
+		res, err = part.ReadForConsumer(rp.FetchOffset, limit, rp.CurrentLeaderEpoch, minOne)
+	}
+	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+	if err != nil {
+		op.ErrorCode = errorCode(err)
+		op.HighWatermark, op.LastStableOffset = -1, -1
+		if op.ErrorCode == kerr.NotLeaderForPartition.Code || op.ErrorCode == kerr.FencedLeaderEpoch.Code {
+			tp := t.Partitions[rp.Partition]
+			b.fetchCurrentLeader(view, tp.Leader, tp.LeaderEpoch, op, fr)
+		}
+		return 0
+	}
+	if res.Diverging != nil {
+		op.DivergingEpoch.Epoch = res.Diverging.Epoch
+		op.DivergingEpoch.EndOffset = res.Diverging.EndOffset
+		return 0
+	}
+	if r.IsolationLevel == 1 {
+		op.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+	}
+	if res.Release != nil {
+		fr.releases = append(fr.releases, res.Release)
+	}
+	op.RecordBatches = res.Data
+	return len(res.Data)
+}
+
+func lastFetchedEpoch(version int16, rp kmsg.FetchRequestTopicPartition) int32 {
+	if version < 12 {
+		return -1
+	}
+	return rp.LastFetchedEpoch
+}
+
+// fetchCurrentLeader tells a v12+ client where the partition's leader is now
+// (KIP-951), with the leader's endpoint in v16+.
+func (b *Broker) fetchCurrentLeader(view *metadataView, leader, epoch int32, op *kmsg.FetchResponseTopicPartition, fr *fetchRead) {
+	op.CurrentLeader.LeaderID = leader
+	op.CurrentLeader.LeaderEpoch = epoch
+	if leader < 0 || fr.resp.Version < 16 {
+		return
+	}
+	for _, br := range fr.resp.Brokers {
+		if br.NodeID == leader {
+			return
+		}
+	}
+	if info, ok := view.img.Brokers[leader]; ok {
+		if ep, ok := endpointFor(info, b.cfg.InterBrokerListenerName, b.cfg.InterBrokerListenerName); ok {
+			fb := kmsg.NewFetchResponseBroker()
+			fb.NodeID, fb.Host, fb.Port = leader, ep.Host, ep.Port
+			fr.resp.Brokers = append(fr.resp.Brokers, fb)
+		}
+	}
+}

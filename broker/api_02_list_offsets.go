@@ -1,0 +1,53 @@
+package broker
+
+// ListOffsets (key 2), v1-v9.
+//
+// Timestamps: -1 latest (the HW for consumers; the log end for replicas), -2
+// earliest (log start), -3 the record with the largest timestamp (KIP-734),
+// -4 earliest local and -5 earliest pending upload (both the log start: no
+// tiered storage), or a time: the first offset whose record timestamp is >=
+// it, found through the time index, or -1 when there is none. Answers carry
+// the leader epoch of the offset (v4+). Only the leader answers
+// (NOT_LEADER_OR_FOLLOWER), and CurrentLeaderEpoch is checked.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.ListOffsetsRequest)
+	resp := r.ResponseKind().(*kmsg.ListOffsetsResponse)
+	view := b.view()
+	fromReplica := r.ReplicaID >= 0
+	for _, rt := range r.Topics {
+		out := kmsg.NewListOffsetsResponseTopic()
+		out.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			op := kmsg.NewListOffsetsResponseTopicPartition()
+			op.Partition = rp.Partition
+			op.Timestamp, op.Offset, op.LeaderEpoch = -1, -1, -1
+			t, _, ok := view.topic(rt.Topic)
+			part, held := b.replicas.Partition(rt.Topic, rp.Partition)
+			switch {
+			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !held:
+				op.ErrorCode = kerr.NotLeaderForPartition.Code
+			default:
+				res, err := part.ListOffset(rp.Timestamp, rp.CurrentLeaderEpoch, fromReplica)
+				op.ErrorCode = errorCode(err)
+				if err == nil {
+					op.Offset, op.Timestamp, op.LeaderEpoch = res.Offset, res.Timestamp, res.LeaderEpoch
+				}
+			}
+			out.Partitions = append(out.Partitions, op)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	return protocol.Response{Body: resp}
+}

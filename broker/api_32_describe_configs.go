@@ -1,0 +1,149 @@
+package broker
+
+// DescribeConfigs (key 32), v1-v4.
+//
+// TOPIC resources list every topic config kbroker knows with its effective
+// value: the topic's override (DYNAMIC_TOPIC_CONFIG) or the broker default it
+// inherits (STATIC_BROKER_CONFIG when the broker synonym was set in a file,
+// the environment or a flag; DEFAULT_CONFIG otherwise), with synonyms on
+// request, types (v3+) and documentation (v3+). BROKER resources (this broker's
+// id, or "" for cluster defaults) list every broker key with its source.
+// ConfigNames filters; an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/protocol"
+)
+
+// Kafka's DescribeConfigs config sources.
+const (
+	sourceDynamicTopic int8 = 1
+	sourceStaticBroker int8 = 4
+	sourceDefault      int8 = 5
+)
+
+func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.DescribeConfigsRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	view := b.view()
+	for _, rr := range r.Resources {
+		res := kmsg.NewDescribeConfigsResponseResource()
+		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			b.describeTopicConfigs(view, r, rr, &res)
+		case kmsg.ConfigResourceTypeBroker:
+			b.describeBrokerConfigs(r, rr, &res)
+		case kmsg.ConfigResourceTypeBrokerLogger:
+			// Loggers are not configurable per class: an empty list.
+		default:
+			res.ErrorCode = kerr.InvalidRequest.Code
+			res.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("unsupported resource type %d", rr.ResourceType))
+		}
+		resp.Resources = append(resp.Resources, res)
+	}
+	return protocol.Response{Body: resp}
+}
+
+func (b *Broker) describeTopicConfigs(view *metadataView, r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, res *kmsg.DescribeConfigsResponseResource) {
+	t, ok := view.img.Topics[rr.ResourceName]
+	if !ok {
+		res.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		res.ErrorMessage = kmsg.StringPtr("topic " + rr.ResourceName + " does not exist")
+		return
+	}
+	defaults := b.cfg.TopicDefaults()
+	brokerSources := make(map[string]config.Entry)
+	for _, e := range b.cfg.Entries() {
+		brokerSources[e.Name] = e
+	}
+	for _, k := range config.TopicKeys() {
+		if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, k.Name) {
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name, c.ConfigType = k.Name, kmsg.ConfigType(k.Type)
+		var synonyms []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym
+		if v, ok := t.Configs[k.Name]; ok {
+			c.Value, c.Source = kmsg.StringPtr(v), kmsg.ConfigSource(sourceDynamicTopic)
+			synonyms = append(synonyms, synonym(k.Name, v, sourceDynamicTopic))
+		}
+		if k.BrokerSynonym != "" {
+			e := brokerSources[k.BrokerSynonym]
+			src := e.Source.KafkaSource()
+			if c.Value == nil {
+				c.Value, c.Source = kmsg.StringPtr(defaults[k.Name]), kmsg.ConfigSource(src)
+			}
+			if src == sourceStaticBroker {
+				synonyms = append(synonyms, synonym(k.BrokerSynonym, defaults[k.Name], sourceStaticBroker))
+			}
+		}
+		if c.Value == nil {
+			c.Value, c.Source = kmsg.StringPtr(defaults[k.Name]), kmsg.ConfigSource(sourceDefault)
+		}
+		synonyms = append(synonyms, synonym(defaultSynonymName(k), k.Default, sourceDefault))
+		c.IsDefault = c.Source == kmsg.ConfigSource(sourceDefault)
+		if r.IncludeSynonyms {
+			c.ConfigSynonyms = synonyms
+		}
+		if r.IncludeDocumentation {
+			c.Documentation = kmsg.StringPtr(k.Doc)
+		}
+		res.Configs = append(res.Configs, c)
+	}
+}
+
+func defaultSynonymName(k config.TopicKey) string {
+	if k.BrokerSynonym != "" {
+		return k.BrokerSynonym
+	}
+	return k.Name
+}
+
+func synonym(name, value string, source int8) kmsg.DescribeConfigsResponseResourceConfigConfigSynonym {
+	s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	s.Name, s.Value, s.Source = name, kmsg.StringPtr(value), kmsg.ConfigSource(source)
+	return s
+}
+
+func (b *Broker) describeBrokerConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, res *kmsg.DescribeConfigsResponseResource) {
+	if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
+		res.ErrorCode = kerr.InvalidRequest.Code
+		res.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("unexpected broker id: this is broker %d, asked for %s", b.cfg.NodeID, rr.ResourceName))
+		return
+	}
+	for _, e := range b.cfg.Entries() {
+		if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.Name) {
+			continue
+		}
+		if rr.ResourceName == "" && e.Source.KafkaSource() != sourceDefault {
+			// The cluster-default resource shows only dynamic defaults; kbroker's
+			// static values belong to the broker resource.
+			continue
+		}
+		c := kmsg.NewDescribeConfigsResponseResourceConfig()
+		c.Name = e.Name
+		if !e.Null {
+			c.Value = kmsg.StringPtr(e.Value)
+		}
+		c.ReadOnly, c.IsSensitive = e.ReadOnly, e.Sensitive
+		c.Source = kmsg.ConfigSource(e.Source.KafkaSource())
+		c.IsDefault = c.Source == kmsg.ConfigSource(sourceDefault)
+		c.ConfigType = kmsg.ConfigType(e.Type)
+		if r.IncludeSynonyms {
+			c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{synonym(e.Name, e.Value, int8(c.Source))}
+		}
+		if r.IncludeDocumentation {
+			c.Documentation = kmsg.StringPtr(e.Doc)
+		}
+		res.Configs = append(res.Configs, c)
+	}
+}

@@ -1,0 +1,172 @@
+// Package broker is the Kafka API layer of kbroker: one file per API key
+// behind a dispatch table, the glue that turns the controller's metadata
+// image into partition roles, and the broker's lifecycle.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/replication/controller"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// Broker is one kbroker process: client listeners, the partition logs, the
+// replica manager and the controller node, composed here and nowhere else.
+type Broker struct {
+	cfg    *config.Config
+	logger *slog.Logger
+	now    func() time.Time
+
+	logs     *storage.Manager
+	replicas *replication.Manager
+	ctrl     *controller.Node
+	server   *protocol.Server
+	dispatch *dispatcher
+
+	// listeners are the client listeners, bound before registration so that
+	// the ports are known.
+	listeners map[string]net.Listener
+
+	image      atomic.Pointer[metadataView] // the latest applied image
+	producers  *producerIDs
+	imageReady  chan struct{} // closed once the first image is applied
+	viewChanged viewSignal    // broadcast on every applied image
+
+	wg sync.WaitGroup // owned goroutines (listener loops)
+}
+
+// New builds a broker from cfg; Start runs it.
+func New(cfg *config.Config, logger *slog.Logger) *Broker {
+	b := &Broker{cfg: cfg, logger: logger, now: time.Now, listeners: map[string]net.Listener{},
+		imageReady: make(chan struct{})}
+	b.dispatch = newDispatcher(b.apis())
+	b.producers = newProducerIDs(b)
+	b.image.Store(newMetadataView(&controller.Image{}, cfg))
+	return b
+}
+
+// Start opens the logs, joins the controller quorum, binds the client
+// listeners, registers with the active controller and waits until this broker
+// is unfenced (serving).
+func (b *Broker) Start(ctx context.Context) error {
+	if err := b.prepareDirs(); err != nil {
+		return err
+	}
+	logs, err := storage.NewManager(b.cfg.LogDirs, b.storageOptions())
+	if err != nil {
+		return fmt.Errorf("opening log dirs: %w", err)
+	}
+	b.logs = logs
+	b.replicas = replication.NewManager(b.replicaOptions())
+	b.replicas.Start()
+
+	if err := b.bindListeners(); err != nil {
+		return err
+	}
+	ctrl, err := controller.Start(ctx, b.controllerOptions())
+	if err != nil {
+		return fmt.Errorf("starting controller node: %w", err)
+	}
+	b.ctrl = ctrl
+	b.server = protocol.NewServer(b.dispatch, b.serverOptions())
+	b.serve()
+	ctrl.Subscribe(b.applyImage)
+
+	if err := ctrl.WaitReady(ctx); err != nil {
+		return fmt.Errorf("waiting for the metadata log: %w", err)
+	}
+	if err := b.writeMetaProperties(ctrl.Image().ClusterID); err != nil {
+		return err
+	}
+	if err := ctrl.StartBroker(b.registration()); err != nil {
+		return fmt.Errorf("registering with the controller: %w", err)
+	}
+	b.logs.Start()
+	ctrl.SetReadyToUnfence()
+	if err := ctrl.WaitUnfenced(ctx); err != nil {
+		return fmt.Errorf("waiting to be unfenced: %w", err)
+	}
+	b.logger.Info("broker serving", "node_id", b.cfg.NodeID, "cluster_id", ctrl.Image().ClusterID,
+		"listeners", b.cfg.Listeners)
+	return nil
+}
+
+// serve starts accepting on every client listener and on the controller
+// port's Kafka side.
+func (b *Broker) serve() {
+	for name, l := range b.listeners {
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			if err := b.server.Serve(l, name); err != nil && !errors.Is(err, protocol.ErrServerClosed) {
+				b.logger.Error("listener stopped", "listener", name, "err", err)
+			}
+		}()
+	}
+	ctrlName := controllerListenerName(b.cfg)
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := b.server.Serve(b.ctrl.KafkaListener(), ctrlName); err != nil && !errors.Is(err, protocol.ErrServerClosed) {
+			b.logger.Debug("controller kafka listener stopped", "err", err)
+		}
+	}()
+}
+
+// Shutdown stops the broker: a controlled shutdown first (leaderships move
+// away while we still serve), then listeners, replication, logs (flush and
+// checkpoints) and the controller node.
+func (b *Broker) Shutdown(ctx context.Context) error {
+	if b.ctrl != nil && b.cfg.ControlledShutdownEnable {
+		if err := b.ctrl.ControlledShutdown(ctx); err != nil {
+			b.logger.Warn("controlled shutdown incomplete", "err", err)
+		}
+	}
+	if b.server != nil {
+		b.server.Close()
+	}
+	b.wg.Wait()
+	if b.replicas != nil {
+		b.replicas.Close()
+	}
+	var errs []error
+	if b.logs != nil {
+		if err := b.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing logs: %w", err))
+		}
+	}
+	if b.ctrl != nil {
+		if err := b.ctrl.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing controller node: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// bindListeners binds every non-controller listener.
+func (b *Broker) bindListeners() error {
+	for _, l := range b.cfg.Listeners {
+		if isControllerListener(b.cfg, l.Name) {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.Address())
+		if err != nil {
+			for _, open := range b.listeners {
+				open.Close()
+			}
+			return fmt.Errorf("listener %s: %w", l, err)
+		}
+		b.listeners[l.Name] = ln
+	}
+	return nil
+}

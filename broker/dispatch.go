@@ -1,0 +1,92 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+// handlerFunc serves one API.
+type handlerFunc func(ctx context.Context, req *protocol.Request) protocol.Response
+
+// api is one row of the dispatch table: the versions kbroker serves and the
+// handler. ApiVersions is generated from this table.
+type api struct {
+	key        int16
+	minVersion int16
+	maxVersion int16
+	handle     handlerFunc
+}
+
+// apis is the dispatch table, one line per API. Minimums follow Kafka 4.0
+// (record batch v2 only); maximums are the newest versions whose semantics
+// kbroker implements.
+func (b *Broker) apis() []api {
+	return []api{
+		{0, 3, 12, b.handleProduce},
+		{1, 4, 16, b.handleFetch},
+		{2, 1, 9, b.handleListOffsets},
+		{3, 0, 12, b.handleMetadata},
+		{18, 0, 4, b.handleApiVersions},
+		{19, 2, 7, b.handleCreateTopics},
+		{20, 1, 6, b.handleDeleteTopics},
+		{22, 0, 5, b.handleInitProducerID},
+		{23, 2, 4, b.handleOffsetForLeaderEpoch},
+		{32, 1, 4, b.handleDescribeConfigs},
+		{60, 0, 1, b.handleDescribeCluster},
+	}
+}
+
+// dispatcher routes requests by key and enforces version ranges.
+type dispatcher struct {
+	table map[int16]api
+	// fallback answers keys the table does not have (nil: refuse).
+	errorResponse func(req *protocol.Request, code int16) kmsg.Response
+}
+
+func newDispatcher(apis []api) *dispatcher {
+	d := &dispatcher{table: make(map[int16]api, len(apis)), errorResponse: errorResponse}
+	for _, a := range apis {
+		d.table[a.key] = a
+	}
+	return d
+}
+
+// Handle implements protocol.Handler.
+func (d *dispatcher) Handle(ctx context.Context, req *protocol.Request) protocol.Response {
+	a, ok := d.table[req.Key]
+	if !ok {
+		// An API we do not serve: Kafka closes the connection, since a client
+		// should have checked ApiVersions first.
+		return protocol.Response{Close: true}
+	}
+	if req.Version < a.minVersion || req.Version > a.maxVersion {
+		if req.Key == protocol.ApiVersionsKey {
+			return a.handle(ctx, req) // answers with the v0 fallback itself
+		}
+		if body := d.ErrorResponse(req, kerr.UnsupportedVersion.Code); body != nil {
+			return protocol.Response{Body: body}
+		}
+		return protocol.Response{Close: true}
+	}
+	return a.handle(ctx, req)
+}
+
+// ErrorResponse implements protocol.Handler.
+func (d *dispatcher) ErrorResponse(req *protocol.Request, code int16) kmsg.Response {
+	return d.errorResponse(req, code)
+}
+
+// apiVersionKeys lists the table for ApiVersions, sorted by key.
+func (d *dispatcher) apiVersionKeys() []kmsg.ApiVersionsResponseApiKey {
+	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(d.table))
+	for key := int16(0); key < 1000 && len(out) < len(d.table); key++ {
+		if a, ok := d.table[key]; ok {
+			out = append(out, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.minVersion, MaxVersion: a.maxVersion})
+		}
+	}
+	return out
+}

@@ -1,0 +1,41 @@
+package broker
+
+import (
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/storage"
+)
+
+// errorCode maps an error from the layers below to the Kafka error code a
+// client gets. Kafka errors (kerr) pass through; storage errors map as Kafka
+// maps its own exceptions; anything else is UNKNOWN_SERVER_ERROR.
+func errorCode(err error) int16 {
+	if err == nil {
+		return 0
+	}
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	switch {
+	case errors.Is(err, storage.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange.Code
+	case errors.Is(err, storage.ErrOutOfOrderSequence):
+		return kerr.OutOfOrderSequenceNumber.Code
+	case errors.Is(err, storage.ErrInvalidProducerEpoch):
+		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, storage.ErrCorruptBatch), errors.Is(err, storage.ErrTruncatedBatch), errors.Is(err, storage.ErrZeroedBatch):
+		return kerr.CorruptMessage.Code
+	case errors.Is(err, storage.ErrInvalidRecord):
+		return kerr.InvalidRecord.Code
+	case errors.Is(err, storage.ErrUnsupportedMagic):
+		return kerr.UnsupportedForMessageFormat.Code
+	case errors.Is(err, storage.ErrRecordBatchTooLarge):
+		return kerr.RecordListTooLarge.Code
+	case errors.Is(err, storage.ErrDiskFull), errors.Is(err, storage.ErrLogFailed), errors.Is(err, storage.ErrLogClosed):
+		return kerr.KafkaStorageError.Code
+	}
+	return kerr.UnknownServerError.Code
+}

@@ -1,0 +1,149 @@
+package broker
+
+import (
+	"slices"
+
+	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/replication/controller"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// metadataView is an applied controller image plus what the APIs derive from
+// it: each topic's resolved config. It is immutable once stored.
+type metadataView struct {
+	img      *controller.Image
+	topicCfg map[string]config.TopicConfig
+}
+
+func newMetadataView(img *controller.Image, cfg *config.Config) *metadataView {
+	v := &metadataView{img: img, topicCfg: make(map[string]config.TopicConfig, len(img.Topics))}
+	for name, t := range img.Topics {
+		tc, err := cfg.ResolveTopicConfig(t.Configs)
+		if err != nil {
+			// The controller validated these; a value this build rejects
+			// falls back to the broker defaults rather than failing the topic.
+			tc, _ = cfg.ResolveTopicConfig(nil)
+		}
+		v.topicCfg[name] = tc
+	}
+	return v
+}
+
+// topic returns a topic and its resolved config.
+func (v *metadataView) topic(name string) (*controller.Topic, config.TopicConfig, bool) {
+	t, ok := v.img.Topics[name]
+	if !ok {
+		return nil, config.TopicConfig{}, false
+	}
+	return t, v.topicCfg[name], true
+}
+
+// topicByID returns a topic by its id.
+func (v *metadataView) topicByID(id [16]byte) (*controller.Topic, bool) {
+	t, ok := v.img.TopicsByID[id]
+	return t, ok
+}
+
+// view returns the latest applied metadata.
+func (b *Broker) view() *metadataView { return b.image.Load() }
+
+// applyImage turns a new controller image into partition roles: it removes
+// partitions that are gone (deleting their logs), then makes this broker the
+// leader or a follower of every partition it is a replica of. It runs on the
+// controller node's publisher goroutine, one image at a time.
+func (b *Broker) applyImage(prev, next *controller.Image) {
+	view := newMetadataView(next, b.cfg)
+	b.removeGonePartitions(next)
+	for _, t := range next.Topics {
+		tc := view.topicCfg[t.Name]
+		for _, p := range t.Partitions {
+			if !slices.Contains(p.Replicas, b.cfg.NodeID) {
+				continue
+			}
+			b.applyPartition(t, p, tc)
+		}
+	}
+	b.image.Store(view)
+	b.viewChanged.broadcast()
+	select {
+	case <-b.imageReady:
+	default:
+		close(b.imageReady)
+	}
+}
+
+func (b *Broker) applyPartition(t *controller.Topic, p *controller.Partition, tc config.TopicConfig) {
+	st := replication.PartitionState{
+		Topic: t.Name, Partition: p.Index, TopicID: t.ID,
+		Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
+		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+	}
+	logCfg := logConfigFor(tc)
+	var err error
+	var part *replication.Partition
+	if p.Leader == b.cfg.NodeID {
+		part, err = b.replicas.MakeLeader(st, logCfg, tc.MinInsyncReplicas)
+	} else {
+		part, err = b.replicas.MakeFollower(st, logCfg)
+	}
+	if err != nil {
+		b.logger.Error("applying partition state failed", "topic", t.Name, "partition", p.Index, "err", err)
+		return
+	}
+	part.SetMinISR(tc.MinInsyncReplicas)
+	part.Log().UpdateConfig(logCfg)
+}
+
+// removeGonePartitions stops and deletes partitions whose topic was deleted
+// (or deleted and created again under a new id) or that were moved off this
+// broker.
+func (b *Broker) removeGonePartitions(next *controller.Image) {
+	for _, part := range b.replicas.Partitions() {
+		t, ok := next.Topics[part.Topic]
+		keep := ok && t.ID == part.Snapshot().TopicID && int(part.Index) < len(t.Partitions) &&
+			slices.Contains(t.Partitions[part.Index].Replicas, b.cfg.NodeID)
+		if keep {
+			continue
+		}
+		b.logger.Info("removing partition", "topic", part.Topic, "partition", part.Index)
+		if err := b.replicas.Remove(part.Topic, part.Index, true); err != nil {
+			b.logger.Error("deleting partition log failed", "topic", part.Topic, "partition", part.Index, "err", err)
+		}
+	}
+}
+
+// removeStrayLogs deletes logs found on disk at startup for partitions the
+// caught-up image no longer assigns here (deleted while this broker was down).
+func (b *Broker) removeStrayLogs() {
+	img := b.ctrl.Image()
+	for _, tp := range b.logs.OnDisk() {
+		t, ok := img.Topics[tp.Topic]
+		if ok && (tp.TopicID == [16]byte{} || tp.TopicID == t.ID) && int(tp.Partition) < len(t.Partitions) &&
+			slices.Contains(t.Partitions[tp.Partition].Replicas, b.cfg.NodeID) {
+			continue
+		}
+		if _, held := b.replicas.Partition(tp.Topic, tp.Partition); held && ok && tp.TopicID == t.ID {
+			continue
+		}
+		b.logger.Info("deleting stray log", "topic", tp.Topic, "partition", tp.Partition)
+		if err := b.logs.Delete(storage.TopicPartition{Topic: tp.Topic, Partition: tp.Partition}); err != nil {
+			b.logger.Error("deleting stray log failed", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+		}
+	}
+}
+
+// logConfigFor maps a topic's config to the storage layer's.
+func logConfigFor(tc config.TopicConfig) storage.LogConfig {
+	return storage.LogConfig{
+		SegmentBytes:       tc.SegmentBytes,
+		SegmentMs:          msDuration(tc.SegmentMs),
+		IndexIntervalBytes: tc.IndexIntervalBytes,
+		MaxIndexBytes:      tc.SegmentIndexBytes,
+		RetentionMs:        tc.RetentionMs,
+		RetentionBytes:     tc.RetentionBytes,
+		FlushMessages:      tc.FlushMessages,
+		FlushMs:            tc.FlushMs,
+		Compact:            slices.Contains(tc.CleanupPolicy, "compact"),
+	}
+}

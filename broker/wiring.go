@@ -1,0 +1,274 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/replication/controller"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// This file maps the one Config onto each component's own options, so that no
+// package below broker imports config.
+
+func (b *Broker) storageOptions() storage.ManagerOptions {
+	return storage.ManagerOptions{
+		Logger:                 b.logger.With("component", "storage"),
+		Now:                    b.now,
+		FlushCheckInterval:     min(b.cfg.LogFlushSchedulerInterval, time.Second),
+		RetentionCheckInterval: b.cfg.LogRetentionCheckInterval,
+		CheckpointInterval:     min(b.cfg.LogFlushOffsetCheckpointInterval, b.cfg.ReplicaHighWatermarkCheckpointInterval),
+	}
+}
+
+func (b *Broker) replicaOptions() replication.ManagerOptions {
+	return replication.ManagerOptions{
+		LocalID:           b.cfg.NodeID,
+		Logs:              b.logs,
+		AlterPartition:    b.alterPartition,
+		ReplicaLagTimeMax: b.cfg.ReplicaLagTimeMax,
+		Fetcher: replication.FetcherOptions{
+			MaxWait:           b.cfg.ReplicaFetchWaitMax,
+			MinBytes:          b.cfg.ReplicaFetchMinBytes,
+			MaxBytes:          b.cfg.ReplicaFetchResponseMaxBytes,
+			PartitionMaxBytes: b.cfg.ReplicaFetchMaxBytes,
+			Backoff:           b.cfg.ReplicaFetchBackoff,
+			LeaderAddr:        b.interBrokerAddr,
+			BrokerEpoch:       func() int64 { return b.ctrl.BrokerEpoch() },
+		},
+		Now:    b.now,
+		Logger: b.logger.With("component", "replication"),
+	}
+}
+
+func (b *Broker) controllerOptions() controller.Options {
+	voters := make([]controller.Voter, 0, len(b.cfg.EffectiveVoters()))
+	for _, v := range b.cfg.EffectiveVoters() {
+		voters = append(voters, controller.Voter{ID: v.ID, Addr: v.Address()})
+	}
+	return controller.Options{
+		NodeID:                       b.cfg.NodeID,
+		ListenAddr:                   b.cfg.ControllerListenAddr(),
+		Voters:                       voters,
+		DataDir:                      filepath.Join(b.cfg.EffectiveMetadataLogDir(), "__cluster_metadata-0"),
+		ClusterID:                    b.cfg.ClusterID,
+		ElectionTimeout:              b.cfg.ControllerQuorumElectionTimeout,
+		HeartbeatTimeout:             b.cfg.ControllerQuorumElectionTimeout,
+		BrokerSessionTimeout:         b.cfg.BrokerSessionTimeout,
+		BrokerHeartbeatInterval:      b.cfg.BrokerHeartbeatInterval,
+		DefaultNumPartitions:         b.cfg.NumPartitions,
+		DefaultReplicationFactor:     b.cfg.DefaultReplicationFactor,
+		UncleanLeaderElectionEnable:  func() bool { return b.cfg.UncleanLeaderElectionEnable },
+		AutoLeaderRebalanceEnable:    b.cfg.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval: b.cfg.LeaderImbalanceCheckInterval,
+		ValidateTopicConfig:          config.ValidateTopicConfig,
+		Logger:                       b.logger.With("component", "controller"),
+		Now:                          b.now,
+	}
+}
+
+func (b *Broker) serverOptions() protocol.ServerOptions {
+	return protocol.ServerOptions{
+		MaxRequestBytes: b.cfg.SocketRequestMaxBytes,
+		IdleTimeout:     b.cfg.ConnectionsMaxIdle,
+		MaxConnections:  int(min(b.cfg.MaxConnections, math.MaxInt32)),
+		Logger:          b.logger.With("component", "network"),
+	}
+}
+
+// registration describes this broker to the controller: its advertised
+// listeners (clients and other brokers) and its controller listener (so that
+// a node outside the voters can join the quorum as a non-voter).
+func (b *Broker) registration() controller.BrokerRegistration {
+	var eps []controller.Endpoint
+	for _, l := range b.advertisedListeners() {
+		eps = append(eps, controller.Endpoint{Name: l.Name, Host: l.Host, Port: l.Port})
+	}
+	if cl, ok := b.cfg.ControllerListener(); ok {
+		eps = append(eps, controller.Endpoint{Name: cl.Name, Host: cl.Host, Port: cl.Port})
+	}
+	return controller.BrokerRegistration{Listeners: eps, Rack: b.cfg.BrokerRack}
+}
+
+// advertisedListeners are the configured advertised listeners, with the
+// bound port for a listener configured with port 0.
+func (b *Broker) advertisedListeners() []config.Listener {
+	out := slices.Clone(b.cfg.AdvertisedListeners)
+	for i, l := range out {
+		if ln, ok := b.listeners[l.Name]; ok && l.Port == 0 {
+			out[i].Port = int32(ln.Addr().(*net.TCPAddr).Port)
+		}
+	}
+	return out
+}
+
+// interBrokerAddr resolves a broker id to its inter-broker listener.
+func (b *Broker) interBrokerAddr(id int32) (string, bool) {
+	br, ok := b.ctrl.Image().Brokers[id]
+	if !ok {
+		return "", false
+	}
+	for _, ep := range br.Listeners {
+		if ep.Name == b.cfg.InterBrokerListenerName {
+			return fmt.Sprintf("%s:%d", ep.Host, ep.Port), true
+		}
+	}
+	return "", false
+}
+
+// alterPartition sends ISR changes to the active controller.
+func (b *Broker) alterPartition(ctx context.Context, changes []replication.AlterISR) ([]replication.AlterISRResult, error) {
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.SetVersion(2)
+	req.BrokerID = b.cfg.NodeID
+	req.BrokerEpoch = b.ctrl.BrokerEpoch()
+	index := make(map[[16]byte]int)
+	for _, c := range changes {
+		i, ok := index[c.TopicID]
+		if !ok {
+			i = len(req.Topics)
+			index[c.TopicID] = i
+			t := kmsg.NewAlterPartitionRequestTopic()
+			t.TopicID, t.Topic = c.TopicID, c.Topic
+			req.Topics = append(req.Topics, t)
+		}
+		p := kmsg.NewAlterPartitionRequestTopicPartition()
+		p.Partition, p.LeaderEpoch, p.PartitionEpoch = c.Partition, c.LeaderEpoch, c.PartitionEpoch
+		p.NewISR = c.NewISR
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	resp, err := b.ctrl.Forward(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	r := resp.(*kmsg.AlterPartitionResponse)
+	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+		return nil, err
+	}
+	type key struct {
+		id [16]byte
+		p  int32
+	}
+	got := make(map[key]replication.AlterISRResult)
+	for _, t := range r.Topics {
+		for _, p := range t.Partitions {
+			got[key{t.TopicID, p.Partition}] = replication.AlterISRResult{
+				ISR: p.ISR, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+				Err: kerr.ErrorForCode(p.ErrorCode),
+			}
+		}
+	}
+	out := make([]replication.AlterISRResult, len(changes))
+	for i, c := range changes {
+		res, ok := got[key{c.TopicID, c.Partition}]
+		if !ok {
+			res.Err = fmt.Errorf("AlterPartition: no answer for %s-%d", c.Topic, c.Partition)
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+func isControllerListener(cfg *config.Config, name string) bool {
+	return slices.Contains(cfg.ControllerListenerNames, name)
+}
+
+func controllerListenerName(cfg *config.Config) string {
+	if len(cfg.ControllerListenerNames) > 0 {
+		return cfg.ControllerListenerNames[0]
+	}
+	return "CONTROLLER"
+}
+
+// prepareDirs creates the log dirs and checks they are writable, so that a
+// wrong path fails at start with a clear message.
+func (b *Broker) prepareDirs() error {
+	for _, dir := range b.cfg.LogDirs {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("log.dirs: creating %s: %w", dir, err)
+		}
+		probe := filepath.Join(dir, ".kbroker-write-probe")
+		if err := os.WriteFile(probe, nil, 0o644); err != nil {
+			return fmt.Errorf("log.dirs: %s is not writable: %w", dir, err)
+		}
+		os.Remove(probe)
+	}
+	return nil
+}
+
+// writeMetaProperties writes Kafka's meta.properties in each log dir, and
+// refuses to start on a dir that belongs to another node or cluster.
+func (b *Broker) writeMetaProperties(clusterID string) error {
+	for _, dir := range b.cfg.LogDirs {
+		path := filepath.Join(dir, "meta.properties")
+		if old, err := os.ReadFile(path); err == nil {
+			props := parseProperties(string(old))
+			if id := props["node.id"]; id != "" && id != fmt.Sprint(b.cfg.NodeID) {
+				return fmt.Errorf("log dir %s belongs to node.id=%s, not %d", dir, id, b.cfg.NodeID)
+			}
+			if cid := props["cluster.id"]; cid != "" && clusterID != "" && cid != clusterID {
+				return fmt.Errorf("log dir %s belongs to cluster.id=%s, not %s", dir, cid, clusterID)
+			}
+		}
+		body := fmt.Sprintf("#kbroker\nversion=1\nnode.id=%d\ncluster.id=%s\n", b.cfg.NodeID, clusterID)
+		if err := writeFileAtomic(path, []byte(body)); err != nil {
+			return fmt.Errorf("writing %s: %w", path, err)
+		}
+	}
+	return nil
+}
+
+func parseProperties(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		}
+	}
+	return out
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// msDuration converts Kafka milliseconds to a Duration, saturating.
+func msDuration(ms int64) time.Duration {
+	if ms >= math.MaxInt64/int64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
+}

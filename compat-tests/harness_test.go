@@ -1,0 +1,294 @@
+package compat
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// node is one kbroker process under test.
+type node struct {
+	t          *testing.T
+	id         int32
+	clientAddr string
+	ctrlAddr   string
+	dataDir    string
+	args       []string
+
+	mu     sync.Mutex // guards cmd, output, exited
+	cmd    *exec.Cmd
+	output *bytes.Buffer
+	exited chan struct{}
+}
+
+// cluster is a set of kbroker processes started by a test.
+type cluster struct {
+	t     *testing.T
+	nodes []*node
+}
+
+// clusterOpts tune startCluster.
+type clusterOpts struct {
+	brokers int
+	// flags are passed to every broker (e.g. "--min.insync.replicas=2").
+	flags []string
+}
+
+// freePorts reserves n distinct loopback ports.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var ls []net.Listener
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
+
+// seeds returns KBROKER_SEEDS when testing against a live cluster.
+func liveSeeds() []string {
+	if s := os.Getenv("KBROKER_SEEDS"); s != "" {
+		return strings.Split(s, ",")
+	}
+	return nil
+}
+
+// needOwnCluster skips tests that kill or restart brokers when running
+// against a live cluster.
+func needOwnCluster(t *testing.T) {
+	if liveSeeds() != nil {
+		t.Skip("needs brokers it can kill: not run against KBROKER_SEEDS")
+	}
+}
+
+// startCluster starts opts.brokers kbroker processes forming one cluster and
+// waits until every broker is serving.
+func startCluster(t *testing.T, opts clusterOpts) *cluster {
+	t.Helper()
+	if opts.brokers == 0 {
+		opts.brokers = 1
+	}
+	ports := freePorts(t, 2*opts.brokers)
+	c := &cluster{t: t}
+	var voters []string
+	for i := range opts.brokers {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[2*i+1]))
+	}
+	base := t.TempDir()
+	for i := range opts.brokers {
+		n := &node{
+			t:          t,
+			id:         int32(i + 1),
+			clientAddr: fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
+			ctrlAddr:   fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
+			dataDir:    filepath.Join(base, fmt.Sprintf("node-%d", i+1)),
+		}
+		n.args = append([]string{
+			"serve",
+			fmt.Sprintf("--node.id=%d", n.id),
+			fmt.Sprintf("--listeners=PLAINTEXT://%s,CONTROLLER://%s", n.clientAddr, n.ctrlAddr),
+			"--controller.listener.names=CONTROLLER",
+			"--controller.quorum.voters=" + strings.Join(voters, ","),
+			"--log.dirs=" + n.dataDir,
+			"--metrics.listen=",
+			"--log.level=info",
+		}, opts.flags...)
+		c.nodes = append(c.nodes, n)
+	}
+	for _, n := range c.nodes {
+		n.start()
+	}
+	t.Cleanup(c.stop)
+	c.waitServing(60 * time.Second)
+	return c
+}
+
+func (n *node) start() {
+	n.t.Helper()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	cmd := exec.Command(kbrokerBin, n.args...)
+	n.output = &bytes.Buffer{}
+	cmd.Stdout = n.output
+	cmd.Stderr = n.output
+	if err := cmd.Start(); err != nil {
+		n.t.Fatalf("starting node %d: %v", n.id, err)
+	}
+	n.cmd = cmd
+	exited := make(chan struct{})
+	n.exited = exited
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+}
+
+// kill9 kills the process without letting it clean up.
+func (n *node) kill9() {
+	n.signal(syscall.SIGKILL)
+	n.waitExit(10 * time.Second)
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (n *node) stop() {
+	n.signal(syscall.SIGTERM)
+	if !n.waitExit(45 * time.Second) {
+		n.kill9()
+	}
+}
+
+func (n *node) pause()  { n.signal(syscall.SIGSTOP) }
+func (n *node) resume() { n.signal(syscall.SIGCONT) }
+
+func (n *node) signal(sig syscall.Signal) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil && n.cmd.Process != nil {
+		n.cmd.Process.Signal(sig)
+	}
+}
+
+func (n *node) waitExit(d time.Duration) bool {
+	n.mu.Lock()
+	exited := n.exited
+	n.mu.Unlock()
+	if exited == nil {
+		return true
+	}
+	select {
+	case <-exited:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func (n *node) running() bool {
+	n.mu.Lock()
+	exited := n.exited
+	n.mu.Unlock()
+	if exited == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// logs returns what the process printed.
+func (n *node) logs() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.output == nil {
+		return ""
+	}
+	return n.output.String()
+}
+
+func (c *cluster) stop() {
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		n.resume()
+		wg.Add(1)
+		go func() { defer wg.Done(); n.stop() }()
+	}
+	wg.Wait()
+	if c.t.Failed() {
+		for _, n := range c.nodes {
+			c.t.Logf("---- node %d output (last 8 KiB) ----\n%s", n.id, tail(n.logs(), 8<<10))
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
+
+func (c *cluster) seeds() []string {
+	var out []string
+	for _, n := range c.nodes {
+		out = append(out, n.clientAddr)
+	}
+	return out
+}
+
+// waitServing waits until every running broker answers Metadata listing all
+// running brokers.
+func (c *cluster) waitServing(d time.Duration) {
+	c.t.Helper()
+	waitFor(c.t, d, "brokers serving", func() error {
+		want := 0
+		for _, n := range c.nodes {
+			if n.running() {
+				want++
+			}
+		}
+		for _, n := range c.nodes {
+			if !n.running() {
+				continue
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(n.clientAddr))
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			brokers, err := kadm.NewClient(cl).ListBrokers(ctx)
+			cancel()
+			cl.Close()
+			if err != nil {
+				return fmt.Errorf("node %d: %w", n.id, err)
+			}
+			if len(brokers) < want {
+				return fmt.Errorf("node %d sees %d of %d brokers", n.id, len(brokers), want)
+			}
+		}
+		return nil
+	})
+}
+
+// restart starts a stopped node again.
+func (c *cluster) restart(n *node) {
+	n.start()
+}
+
+// waitFor polls cond until it returns nil or d passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	var err error
+	for delay := 10 * time.Millisecond; ; delay = min(delay*2, 250*time.Millisecond) {
+		if err = cond(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s: %v", d, what, err)
+		}
+		time.Sleep(delay)
+	}
+}

@@ -1,0 +1,120 @@
+package replication
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// FollowerFetchState is what a replica fetcher needs to build its next fetch
+// for this partition.
+type FollowerFetchState struct {
+	Leader           int32
+	LeaderEpoch      int32
+	FetchOffset      int64 // our LEO
+	LastFetchedEpoch int32 // epoch of our last batch, -1 if none
+}
+
+// FetchState returns the follower's position, or ok=false when this broker is
+// not a follower.
+func (p *Partition) FetchState() (FollowerFetchState, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.role != RoleFollower {
+		return FollowerFetchState{}, false
+	}
+	return FollowerFetchState{
+		Leader: p.leader, LeaderEpoch: p.leaderEpoch,
+		FetchOffset:      p.log.LogEndOffset(),
+		LastFetchedEpoch: p.log.EpochCache().LatestEpoch(),
+	}, true
+}
+
+// AppendAsFollower appends batches fetched from the leader at leaderEpoch and
+// takes the leader's HW (bounded by our own LEO). A response for another
+// epoch is dropped: the fetcher's view is stale.
+func (p *Partition) AppendAsFollower(leaderEpoch int32, batches []byte, leaderHW, leaderLogStart int64) error {
+	p.mu.RLock()
+	if p.role != RoleFollower || p.leaderEpoch != leaderEpoch {
+		p.mu.RUnlock()
+		return kerr.FencedLeaderEpoch
+	}
+	if len(batches) > 0 {
+		if _, err := p.log.AppendAsFollower(batches); err != nil {
+			p.mu.RUnlock()
+			return fmt.Errorf("%s: follower append: %w", p, err)
+		}
+	}
+	hw := min(leaderHW, p.log.LogEndOffset())
+	moved := hw > p.log.HighWatermark()
+	if moved {
+		p.log.SetHighWatermark(hw)
+	}
+	if leaderLogStart > p.log.LogStartOffset() && leaderLogStart <= hw {
+		// DeleteRecords or retention on the leader: follow its log start.
+		if err := p.log.SetLogStartOffset(leaderLogStart); err != nil {
+			p.logger.Warn("following the leader's log start offset failed", "offset", leaderLogStart, "err", err)
+		}
+	}
+	p.mu.RUnlock()
+	if moved || len(batches) > 0 {
+		p.watchers.notify()
+	}
+	return nil
+}
+
+// TruncateTo drops every record at or after offset (follower truncation after
+// a leader change). It refuses for another epoch than the current one.
+func (p *Partition) TruncateTo(leaderEpoch int32, offset int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.role != RoleFollower || p.leaderEpoch != leaderEpoch {
+		return kerr.FencedLeaderEpoch
+	}
+	if offset >= p.log.LogEndOffset() {
+		return nil
+	}
+	p.logger.Info("truncating", "from_leo", p.log.LogEndOffset(), "to", offset, "leader_epoch", leaderEpoch)
+	if err := p.log.TruncateTo(offset); err != nil {
+		return fmt.Errorf("%s: truncate to %d: %w", p, offset, err)
+	}
+	return nil
+}
+
+// ResetTo empties the log and starts it at offset: the leader no longer has
+// the records we would fetch next (our LEO is below its log start).
+func (p *Partition) ResetTo(leaderEpoch int32, offset int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.role != RoleFollower || p.leaderEpoch != leaderEpoch {
+		return kerr.FencedLeaderEpoch
+	}
+	p.logger.Info("resetting log", "start_offset", offset)
+	return p.log.TruncateFullyAndStartAt(offset)
+}
+
+// TruncationPoint computes where a follower truncates given the leader's
+// answer (epoch, endOffset) for the follower's last fetched epoch (Kafka's
+// AbstractFetcherThread.getOffsetTruncationState). It returns the offset and
+// whether truncation is complete; when not, the fetcher asks again with the
+// epoch it now ends at.
+func (p *Partition) TruncationPoint(leader EpochEndOffset) (offset int64, complete bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	leo := p.log.LogEndOffset()
+	if leader.EndOffset < 0 {
+		// The leader has no epoch at or below ours: keep only what is
+		// certainly committed.
+		return min(p.log.HighWatermark(), leo), true
+	}
+	ourEpoch, ourEnd := p.log.EpochCache().EndOffsetFor(leader.Epoch)
+	if ourEpoch < 0 {
+		return min(p.log.HighWatermark(), leo), true
+	}
+	if ourEpoch != leader.Epoch {
+		// We never had the leader's epoch: cut to where our older epoch ends
+		// and compare again from there.
+		return min(ourEnd, leo), false
+	}
+	return min(leader.EndOffset, ourEnd, leo), true
+}

@@ -1,0 +1,315 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/storage"
+)
+
+// AppendAsLeader appends a produce request's batches. With acks=-1 it refuses
+// with NOT_ENOUGH_REPLICAS, before appending, when the ISR is smaller than
+// min.insync.replicas (Kafka checks the committed ISR).
+func (p *Partition) AppendAsLeader(batches []byte, acks int16, opts storage.AppendOptions) (storage.AppendInfo, error) {
+	p.mu.RLock()
+	if p.role != RoleLeader {
+		p.mu.RUnlock()
+		return storage.AppendInfo{}, kerr.NotLeaderForPartition
+	}
+	if acks == -1 && int32(len(p.isr.committed)) < p.minISR {
+		p.mu.RUnlock()
+		return storage.AppendInfo{}, kerr.NotEnoughReplicas
+	}
+	info, err := p.log.AppendAsLeader(batches, p.leaderEpoch, opts)
+	single := len(p.isr.maximal()) == 1
+	p.mu.RUnlock()
+	if err != nil {
+		return info, err
+	}
+	if single {
+		// The leader alone is the ISR: the HW follows its LEO.
+		p.mu.Lock()
+		p.maybeAdvanceHWLocked()
+		p.mu.Unlock()
+	}
+	p.watchers.notify()
+	return info, nil
+}
+
+// WaitForHW blocks until the HW passes offset (acks=all: the batch is on
+// every ISR member), answering nil; NOT_ENOUGH_REPLICAS_AFTER_APPEND once the
+// ISR has shrunk below min.insync.replicas meanwhile; NOT_LEADER_OR_FOLLOWER
+// if leadership moved; REQUEST_TIMED_OUT when ctx ends.
+func (p *Partition) WaitForHW(ctx context.Context, offset int64) error {
+	w := NewWaiter()
+	stop := p.Watch(w)
+	defer stop()
+	for {
+		if done, err := p.hwReached(offset); done {
+			return err
+		}
+		select {
+		case <-w.C:
+		case <-ctx.Done():
+			return kerr.RequestTimedOut
+		}
+	}
+}
+
+func (p *Partition) hwReached(offset int64) (bool, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	switch {
+	case p.role != RoleLeader:
+		return true, kerr.NotLeaderForPartition
+	case p.log.HighWatermark() > offset:
+		return true, nil
+	case int32(len(p.isr.maximal())) < p.minISR:
+		return true, kerr.NotEnoughReplicasAfterAppend
+	}
+	return false, nil
+}
+
+// ReadResult is what a fetch gets from a partition.
+type ReadResult struct {
+	storage.ReadResult
+	HighWatermark  int64
+	LogStartOffset int64
+	LogEndOffset   int64
+	// Diverging is set (and no data returned) when a follower's log diverges
+	// from the leader's at its LastFetchedEpoch (KIP-320/KIP-595).
+	Diverging *EpochEndOffset
+}
+
+// EpochEndOffset is an answer of OffsetForLeaderEpoch.
+type EpochEndOffset struct {
+	Epoch     int32
+	EndOffset int64
+}
+
+// ReadForConsumer reads committed data (below the HW) for a consumer.
+func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentLeaderEpoch int32, minOneBatch bool) (ReadResult, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.role != RoleLeader {
+		return ReadResult{}, kerr.NotLeaderForPartition
+	}
+	if err := p.checkEpochLocked(currentLeaderEpoch); err != nil {
+		return ReadResult{}, err
+	}
+	hw := p.log.HighWatermark()
+	res := ReadResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	rr, err := p.log.Read(offset, maxBytes, hw, minOneBatch)
+	if err != nil {
+		if errors.Is(err, storage.ErrOffsetOutOfRange) {
+			return res, kerr.OffsetOutOfRange
+		}
+		return res, err
+	}
+	res.ReadResult = rr
+	return res, nil
+}
+
+// FollowerFetch is one partition of a follower's fetch.
+type FollowerFetch struct {
+	ReplicaID          int32
+	FetchOffset        int64
+	LastFetchedEpoch   int32 // -1: not given
+	CurrentLeaderEpoch int32 // -1: not given
+	MaxBytes           int32
+	MinOneBatch        bool
+}
+
+// ReadForFollower serves a follower fetch: it records the follower's LEO (its
+// fetch offset), which may move the HW and expand the ISR, and returns data up
+// to the leader's LEO. A follower whose log diverges at LastFetchedEpoch gets
+// the epoch and end offset to truncate to instead of data.
+func (p *Partition) ReadForFollower(f FollowerFetch) (ReadResult, error) {
+	p.mu.RLock()
+	if p.role != RoleLeader {
+		p.mu.RUnlock()
+		return ReadResult{}, kerr.NotLeaderForPartition
+	}
+	if err := p.checkEpochLocked(f.CurrentLeaderEpoch); err != nil {
+		p.mu.RUnlock()
+		return ReadResult{}, err
+	}
+	if !slices.Contains(p.replicas, f.ReplicaID) {
+		p.mu.RUnlock()
+		return ReadResult{}, kerr.NotLeaderForPartition
+	}
+	if f.LastFetchedEpoch >= 0 {
+		div, err := p.divergenceLocked(f.LastFetchedEpoch, f.FetchOffset)
+		if err != nil {
+			p.mu.RUnlock()
+			return ReadResult{}, err
+		}
+		if div != nil {
+			res := ReadResult{Diverging: div, HighWatermark: p.log.HighWatermark(),
+				LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+			p.mu.RUnlock()
+			return res, nil
+		}
+	}
+	leo := p.log.LogEndOffset()
+	p.mu.RUnlock()
+
+	if leo >= 0 {
+		p.observeFollower(f.ReplicaID, f.FetchOffset, leo)
+	}
+
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	res := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	rr, err := p.log.Read(f.FetchOffset, f.MaxBytes, res.LogEndOffset, f.MinOneBatch)
+	if err != nil {
+		if errors.Is(err, storage.ErrOffsetOutOfRange) {
+			return res, kerr.OffsetOutOfRange
+		}
+		return res, err
+	}
+	res.ReadResult = rr
+	return res, nil
+}
+
+// divergenceLocked compares a follower's last fetched epoch with our epoch
+// history: if our log ends that epoch before the follower's fetch offset, or
+// never had it, the follower must truncate (KIP-320). When we cannot tell
+// where the epoch ends (it is newer than ours, or we have no history), the
+// answer is OFFSET_OUT_OF_RANGE as Kafka's, and the follower compares log
+// ends instead.
+func (p *Partition) divergenceLocked(lastFetchedEpoch int32, fetchOffset int64) (*EpochEndOffset, error) {
+	epoch, end := p.log.EpochCache().EndOffsetFor(lastFetchedEpoch)
+	switch {
+	case epoch < 0 || end < 0:
+		return nil, kerr.OffsetOutOfRange
+	case epoch < lastFetchedEpoch || end < fetchOffset:
+		return &EpochEndOffset{Epoch: epoch, EndOffset: end}, nil
+	}
+	return nil, nil
+}
+
+// observeFollower records a follower's fetch, then moves the HW and proposes
+// an ISR expansion if it caught up.
+func (p *Partition) observeFollower(id int32, fetchOffset, leaderLEO int64) {
+	p.mu.Lock()
+	if p.role != RoleLeader {
+		p.mu.Unlock()
+		return
+	}
+	f, ok := p.followers[id]
+	if !ok {
+		f = &FollowerProgress{ID: id, LEO: -1}
+		p.followers[id] = f
+	}
+	f.observeFetch(fetchOffset, leaderLEO, p.now())
+	moved := p.maybeAdvanceHWLocked()
+	change := p.maybeExpandISRLocked(f)
+	p.mu.Unlock()
+	if moved {
+		p.watchers.notify()
+	}
+	if change != nil && p.proposeISR != nil {
+		p.proposeISR(p, *change)
+	}
+}
+
+// AlterISR is an ISR change for the controller (AlterPartition).
+type AlterISR struct {
+	Topic          string
+	TopicID        [16]byte
+	Partition      int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	NewISR         []int32
+}
+
+// maybeExpandISRLocked proposes adding f to the ISR if it caught up. Must be
+// called with mu held for writing.
+func (p *Partition) maybeExpandISRLocked(f *FollowerProgress) *AlterISR {
+	if p.isr.kind != isrCommitted || slices.Contains(p.isr.committed, f.ID) {
+		return nil
+	}
+	if !CanJoinISR(f, p.log.HighWatermark(), p.leaderEpochStartOffset) {
+		return nil
+	}
+	proposed := append(slices.Clone(p.isr.committed), f.ID)
+	p.isr.kind, p.isr.proposed = isrPendingExpand, proposed
+	p.logger.Info("proposing ISR expansion", "follower", f.ID, "isr", p.isr.committed, "proposed", proposed)
+	// KIP-497: the new member counts for the HW at once.
+	p.maybeAdvanceHWLocked()
+	return p.alterLocked(proposed)
+}
+
+func (p *Partition) alterLocked(isr []int32) *AlterISR {
+	return &AlterISR{Topic: p.Topic, TopicID: p.topicID, Partition: p.Index,
+		LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: slices.Clone(isr)}
+}
+
+// MaybeShrinkISR proposes removing followers that have lagged more than
+// lagMax (replica.lag.time.max.ms). Called periodically by the manager.
+func (p *Partition) MaybeShrinkISR(lagMax time.Duration) {
+	p.mu.Lock()
+	if p.role != RoleLeader || p.isr.kind != isrCommitted {
+		p.mu.Unlock()
+		return
+	}
+	out := ShrinkCandidates(p.localID, p.isr.committed, p.followers, p.now(), lagMax)
+	if len(out) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	proposed := without(p.isr.committed, out)
+	p.isr.kind, p.isr.proposed = isrPendingShrink, proposed
+	p.logger.Info("proposing ISR shrink", "lagging", out, "isr", p.isr.committed, "proposed", proposed)
+	change := p.alterLocked(proposed)
+	p.mu.Unlock()
+	if p.proposeISR != nil {
+		p.proposeISR(p, *change)
+	}
+}
+
+// ISRResult applies the controller's answer to an AlterPartition. On success
+// the answer carries the new committed state; on failure the pending change is
+// dropped and will be proposed again if still needed.
+func (p *Partition) ISRResult(sent AlterISR, isr []int32, leaderEpoch, partitionEpoch int32, err error) {
+	p.mu.Lock()
+	defer p.watchers.notify()
+	defer p.mu.Unlock()
+	if p.role != RoleLeader || p.leaderEpoch != sent.LeaderEpoch || p.isr.kind == isrCommitted ||
+		!slices.Equal(p.isr.proposed, sent.NewISR) {
+		return // a newer state has superseded this change
+	}
+	if err != nil {
+		p.logger.Warn("ISR change refused", "proposed", sent.NewISR, "err", err)
+		p.isr = isrState{committed: p.isr.committed}
+		return
+	}
+	if leaderEpoch != p.leaderEpoch || partitionEpoch <= p.partitionEpoch {
+		p.isr = isrState{committed: p.isr.committed}
+		return
+	}
+	p.partitionEpoch = partitionEpoch
+	p.isr = isrState{committed: slices.Clone(isr)}
+	p.logger.Info("ISR updated", "isr", isr, "partition_epoch", partitionEpoch)
+	p.maybeAdvanceHWLocked()
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <= epoch
+// in this replica's history and the offset where it ended.
+func (p *Partition) EndOffsetForEpoch(epoch, currentLeaderEpoch int32, fromFollower bool) (EpochEndOffset, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.role != RoleLeader && !fromFollower {
+		return EpochEndOffset{-1, -1}, kerr.NotLeaderForPartition
+	}
+	if err := p.checkEpochLocked(currentLeaderEpoch); err != nil {
+		return EpochEndOffset{-1, -1}, err
+	}
+	e, end := p.log.EpochCache().EndOffsetFor(epoch)
+	return EpochEndOffset{Epoch: e, EndOffset: end}, nil
+}

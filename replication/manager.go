@@ -1,0 +1,280 @@
+package replication
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/storage"
+)
+
+// AlterISRResult is the controller's answer for one AlterISR.
+type AlterISRResult struct {
+	ISR            []int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Err            error
+}
+
+// AlterPartitionFunc sends ISR changes to the active controller in one
+// AlterPartition request and returns one result per change, in order. An
+// error means none was applied (they are proposed again later).
+type AlterPartitionFunc func(ctx context.Context, changes []AlterISR) ([]AlterISRResult, error)
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	LocalID int32
+	Logs    *storage.Manager
+	// AlterPartition reaches the controller. Required for replicated topics.
+	AlterPartition AlterPartitionFunc
+	// ReplicaLagTimeMax is replica.lag.time.max.ms.
+	ReplicaLagTimeMax time.Duration
+	// Fetcher tunes the replica fetchers.
+	Fetcher FetcherOptions
+	Now     func() time.Time
+	Logger  *slog.Logger
+}
+
+// Manager owns this broker's partitions (Kafka's ReplicaManager): it creates
+// them, applies leader/follower transitions, runs the ISR shrink check, sends
+// ISR changes to the controller and runs one replica fetcher per leader.
+type Manager struct {
+	opts   ManagerOptions
+	logger *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background goroutines
+
+	mu         sync.RWMutex // guards partitions and fetchers
+	partitions map[storage.TopicPartition]*Partition
+	fetchers   map[int32]*fetcher // by leader broker id
+
+	alterCh chan alterItem // ISR proposals to the sender goroutine
+}
+
+type alterItem struct {
+	p      *Partition
+	change AlterISR
+}
+
+// NewManager returns a manager; Start runs its background work.
+func NewManager(opts ManagerOptions) *Manager {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ReplicaLagTimeMax <= 0 {
+		opts.ReplicaLagTimeMax = 30 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Manager{
+		opts: opts, logger: opts.Logger, ctx: ctx, cancel: cancel,
+		partitions: make(map[storage.TopicPartition]*Partition),
+		fetchers:   make(map[int32]*fetcher),
+		alterCh:    make(chan alterItem, 1024),
+	}
+}
+
+// Start runs the ISR shrink check and the AlterPartition sender.
+func (m *Manager) Start() {
+	m.wg.Add(2)
+	go func() { defer m.wg.Done(); m.shrinkLoop() }()
+	go func() { defer m.wg.Done(); m.alterLoop() }()
+}
+
+// Close stops fetchers and background work. Logs stay open (the storage
+// manager closes them).
+func (m *Manager) Close() {
+	m.cancel()
+	m.mu.Lock()
+	fetchers := m.fetchers
+	m.fetchers = map[int32]*fetcher{}
+	m.mu.Unlock()
+	for _, f := range fetchers {
+		f.stop()
+	}
+	m.wg.Wait()
+}
+
+// Partition returns this broker's replica of topic-index.
+func (m *Manager) Partition(topic string, index int32) (*Partition, bool) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	p, ok := m.partitions[storage.TopicPartition{Topic: topic, Partition: index}]
+	return p, ok
+}
+
+// Partitions returns every partition this broker holds.
+func (m *Manager) Partitions() []*Partition {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]*Partition, 0, len(m.partitions))
+	for _, p := range m.partitions {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Ensure opens (or creates) the partition's log and returns the partition.
+func (m *Manager) Ensure(st PartitionState, cfg storage.LogConfig) (*Partition, error) {
+	tp := storage.TopicPartition{Topic: st.Topic, Partition: st.Partition}
+	m.mu.RLock()
+	p, ok := m.partitions[tp]
+	m.mu.RUnlock()
+	if ok {
+		return p, nil
+	}
+	log, err := m.opts.Logs.Open(tp, st.TopicID, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("opening log %s-%d: %w", st.Topic, st.Partition, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p, ok := m.partitions[tp]; ok {
+		return p, nil
+	}
+	p = NewPartition(st.Topic, st.Partition, log, PartitionOptions{
+		LocalID: m.opts.LocalID, Now: m.opts.Now, Logger: m.logger, ProposeISR: m.proposeISR,
+	})
+	m.partitions[tp] = p
+	return p, nil
+}
+
+// MakeLeader applies a leadership of this broker.
+func (m *Manager) MakeLeader(st PartitionState, cfg storage.LogConfig, minISR int32) (*Partition, error) {
+	p, err := m.Ensure(st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	m.removeFromFetchers(p)
+	return p, p.MakeLeader(st, minISR)
+}
+
+// MakeFollower applies a followership (st.Leader may be -1: offline).
+func (m *Manager) MakeFollower(st PartitionState, cfg storage.LogConfig) (*Partition, error) {
+	p, err := m.Ensure(st, cfg)
+	if err != nil {
+		return nil, err
+	}
+	changed, err := p.MakeFollower(st)
+	if err != nil || !changed {
+		return p, err
+	}
+	m.removeFromFetchers(p)
+	if st.Leader >= 0 && st.Leader != m.opts.LocalID {
+		m.fetcherFor(st.Leader).add(p)
+	}
+	return p, nil
+}
+
+// Remove stops replicating a partition and, if deleteLog, deletes its log.
+func (m *Manager) Remove(topic string, index int32, deleteLog bool) error {
+	tp := storage.TopicPartition{Topic: topic, Partition: index}
+	m.mu.Lock()
+	p, ok := m.partitions[tp]
+	delete(m.partitions, tp)
+	m.mu.Unlock()
+	if ok {
+		m.removeFromFetchers(p)
+		p.mu.Lock()
+		p.role = RoleNone
+		p.mu.Unlock()
+		p.watchers.notify()
+	}
+	if deleteLog {
+		return m.opts.Logs.Delete(tp)
+	}
+	return nil
+}
+
+func (m *Manager) removeFromFetchers(p *Partition) {
+	m.mu.RLock()
+	fetchers := make([]*fetcher, 0, len(m.fetchers))
+	for _, f := range m.fetchers {
+		fetchers = append(fetchers, f)
+	}
+	m.mu.RUnlock()
+	for _, f := range fetchers {
+		f.remove(p)
+	}
+}
+
+// proposeISR queues an ISR change for the sender goroutine.
+func (m *Manager) proposeISR(p *Partition, change AlterISR) {
+	select {
+	case m.alterCh <- alterItem{p: p, change: change}:
+	case <-m.ctx.Done():
+	}
+}
+
+// alterLoop batches queued ISR changes into AlterPartition requests.
+func (m *Manager) alterLoop() {
+	for {
+		var batch []alterItem
+		select {
+		case it := <-m.alterCh:
+			batch = append(batch, it)
+		case <-m.ctx.Done():
+			return
+		}
+	drain:
+		for len(batch) < 500 {
+			select {
+			case it := <-m.alterCh:
+				batch = append(batch, it)
+			default:
+				break drain
+			}
+		}
+		m.sendAlter(batch)
+	}
+}
+
+func (m *Manager) sendAlter(batch []alterItem) {
+	changes := make([]AlterISR, len(batch))
+	for i, it := range batch {
+		changes[i] = it.change
+	}
+	if m.opts.AlterPartition == nil {
+		for _, it := range batch {
+			it.p.ISRResult(it.change, nil, 0, 0, fmt.Errorf("no controller to send AlterPartition to"))
+		}
+		return
+	}
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	results, err := m.opts.AlterPartition(ctx, changes)
+	cancel()
+	for i, it := range batch {
+		if err != nil || i >= len(results) {
+			if err == nil {
+				err = fmt.Errorf("AlterPartition answered %d of %d changes", len(results), len(batch))
+			}
+			it.p.ISRResult(it.change, nil, 0, 0, err)
+			continue
+		}
+		r := results[i]
+		it.p.ISRResult(it.change, r.ISR, r.LeaderEpoch, r.PartitionEpoch, r.Err)
+	}
+}
+
+// shrinkLoop checks every half lag period for followers to drop from ISRs,
+// as Kafka's isr-expiration task does.
+func (m *Manager) shrinkLoop() {
+	t := time.NewTicker(max(m.opts.ReplicaLagTimeMax/2, 10*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			for _, p := range m.Partitions() {
+				p.MaybeShrinkISR(m.opts.ReplicaLagTimeMax)
+			}
+		case <-m.ctx.Done():
+			return
+		}
+	}
+}

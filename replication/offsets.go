@@ -1,0 +1,74 @@
+package replication
+
+import (
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Special timestamps of ListOffsets.
+const (
+	LatestTimestamp        int64 = -1 // the next offset to be written (HW for consumers)
+	EarliestTimestamp      int64 = -2 // the log start offset
+	MaxTimestamp           int64 = -3 // the record with the largest timestamp (KIP-734)
+	EarliestLocalTimestamp int64 = -4 // the first offset on local disk (KIP-405); the log start here
+	EarliestPendingUpload  int64 = -5 // KIP-1023; without tiered storage, the log start
+)
+
+// OffsetLookup is a ListOffsets answer for one partition.
+type OffsetLookup struct {
+	Offset      int64
+	Timestamp   int64
+	LeaderEpoch int32
+}
+
+// ListOffset answers ListOffsets. Consumers (fromReplica false) see only
+// committed data: the latest offset is the HW and a timestamp lookup finds
+// nothing at or beyond it. A replica sees up to the log end.
+func (p *Partition) ListOffset(ts int64, currentLeaderEpoch int32, fromReplica bool) (OffsetLookup, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.role != RoleLeader {
+		return OffsetLookup{}, kerr.NotLeaderForPartition
+	}
+	if err := p.checkEpochLocked(currentLeaderEpoch); err != nil {
+		return OffsetLookup{}, err
+	}
+	end := p.log.HighWatermark()
+	if fromReplica {
+		end = p.log.LogEndOffset()
+	}
+	none := OffsetLookup{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
+	switch ts {
+	case LatestTimestamp:
+		return OffsetLookup{Offset: end, Timestamp: -1, LeaderEpoch: p.epochForOffsetLocked(end)}, nil
+	case EarliestTimestamp, EarliestLocalTimestamp, EarliestPendingUpload:
+		start := p.log.LogStartOffset()
+		return OffsetLookup{Offset: start, Timestamp: -1, LeaderEpoch: p.epochForOffsetLocked(start)}, nil
+	case MaxTimestamp:
+		maxTS, off := p.log.MaxTimestamp()
+		if off < 0 || off >= end {
+			return none, nil
+		}
+		return OffsetLookup{Offset: off, Timestamp: maxTS, LeaderEpoch: p.epochForOffsetLocked(off)}, nil
+	}
+	if ts < 0 {
+		return none, kerr.InvalidRequest
+	}
+	off, found, ok := p.log.OffsetForTimestamp(ts)
+	if !ok || off >= end {
+		return none, nil
+	}
+	return OffsetLookup{Offset: off, Timestamp: found, LeaderEpoch: p.epochForOffsetLocked(off)}, nil
+}
+
+// epochForOffsetLocked is the leader epoch that wrote offset (the latest
+// epoch for the log end), -1 if unknown.
+func (p *Partition) epochForOffsetLocked(offset int64) int32 {
+	epoch := int32(-1)
+	for _, e := range p.log.EpochCache().Entries() {
+		if e.StartOffset > offset {
+			break
+		}
+		epoch = e.Epoch
+	}
+	return epoch
+}
