@@ -85,7 +85,7 @@ func (c *conn) readLoop() {
 			return
 		}
 		start := time.Now()
-		req, err := parseRequest(frame)
+		req, err := ParseRequest(frame)
 		if err != nil {
 			c.log.Warn("closing connection: bad request", "key", req.Key, "version", req.Version,
 				"correlation_id", req.CorrelationID, "client_id", req.ClientIDString(), "err", err)

@@ -41,10 +41,10 @@ func readFrame(r io.Reader, maxBytes int32, sizeBuf *[4]byte) ([]byte, error) {
 	return buf, nil
 }
 
-// parseRequest decodes a frame (without its size prefix) into a Request.
+// ParseRequest decodes a frame (without its size prefix) into a Request.
 // Header errors are returned with the header decoded so far, so that the caller
 // can log the correlation id; body errors come back with Header filled in.
-func parseRequest(frame []byte) (*Request, error) {
+func ParseRequest(frame []byte) (*Request, error) {
 	rd := kbin.Reader{Src: frame}
 	var h Header
 	h.Key = rd.Int16()

@@ -25,7 +25,7 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, frame []byte) {
-		req, err := parseRequest(frame)
+		req, err := ParseRequest(frame)
 		if err == nil && req.Body == nil {
 			t.Fatal("no error and no body")
 		}
