@@ -1,0 +1,92 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+)
+
+// Sentinel errors. Callers match them with errors.Is; every error returned by
+// this package that has one of these causes wraps it (usually with context).
+var (
+	// ErrCorruptBatch: a record batch failed validation (length, magic, CRC,
+	// offset deltas). On the append path nothing is written.
+	ErrCorruptBatch = errors.New("storage: corrupt record batch")
+	// ErrTruncatedBatch: a batch is cut short (the buffer ends inside it).
+	// Recovery treats it as a torn write.
+	ErrTruncatedBatch = errors.New("storage: truncated record batch")
+	// ErrZeroedBatch: the bytes where a batch header should be are zeros,
+	// which is what the preallocated tail of a segment looks like after a crash.
+	ErrZeroedBatch = errors.New("storage: zeroed record batch header")
+	// ErrUnsupportedMagic: a batch is not in the v2 format (magic 2).
+	ErrUnsupportedMagic = errors.New("storage: unsupported record batch magic")
+	// ErrInvalidRecord: a produce batch is internally inconsistent (for
+	// example recordCount != lastOffsetDelta+1). Kafka answers INVALID_RECORD.
+	ErrInvalidRecord = errors.New("storage: invalid record batch")
+	// ErrRecordBatchTooLarge: an append is larger than the segment size
+	// (Kafka's RecordBatchTooLargeException).
+	ErrRecordBatchTooLarge = errors.New("storage: record batch larger than segment size")
+	// ErrOffsetOutOfRange: an offset below the log start offset or above the
+	// log end offset.
+	ErrOffsetOutOfRange = errors.New("storage: offset out of range")
+	// ErrInvalidOffset: a follower append does not start at the log end offset,
+	// or carries offsets that go backwards.
+	ErrInvalidOffset = errors.New("storage: invalid append offset")
+	// ErrDiskFull: the filesystem is out of space (ENOSPC). The log stays
+	// usable; nothing of the failed append was written. Errors with this cause
+	// also match syscall.ENOSPC.
+	ErrDiskFull = errors.New("storage: disk full")
+	// ErrLogClosed: the log was closed or deleted.
+	ErrLogClosed = errors.New("storage: log closed")
+	// ErrDuplicateSequence: an idempotent producer resent a batch that is
+	// already in the log. Returned as a *DuplicateBatchError which carries the
+	// offsets of the original.
+	ErrDuplicateSequence = errors.New("storage: duplicate producer sequence")
+	// ErrOutOfOrderSequence: an idempotent producer's sequence has a gap.
+	ErrOutOfOrderSequence = errors.New("storage: out of order producer sequence")
+	// ErrInvalidProducerEpoch: a producer epoch older than the current one.
+	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
+	// ErrCorruptIndex: an offset or time index failed its sanity check.
+	// Recovery rebuilds the index from the log.
+	ErrCorruptIndex = errors.New("storage: corrupt index")
+	// ErrCorruptCheckpoint: a checkpoint or snapshot file could not be parsed.
+	ErrCorruptCheckpoint = errors.New("storage: corrupt checkpoint file")
+	// ErrInconsistentTopicID: partition.metadata names another topic id.
+	ErrInconsistentTopicID = errors.New("storage: inconsistent topic id")
+	// ErrLogFailed: an earlier flush failed; the state of the page cache is
+	// unknown, so the log refuses further writes (Kafka marks the log dir
+	// offline). The original error is wrapped too.
+	ErrLogFailed = errors.New("storage: log failed")
+)
+
+// DuplicateBatchError reports that an idempotent producer's batch is a
+// duplicate of one already appended (same producer id, epoch and sequence
+// range). Kafka answers such a produce with success and the original offsets.
+// It matches ErrDuplicateSequence with errors.Is.
+type DuplicateBatchError struct {
+	ProducerID  int64
+	FirstOffset int64 // base offset of the original batch
+	LastOffset  int64 // last offset of the original batch
+	Timestamp   int64 // max timestamp of the original batch
+}
+
+func (e *DuplicateBatchError) Error() string {
+	return fmt.Sprintf("storage: duplicate batch from producer %d (original offsets %d-%d)",
+		e.ProducerID, e.FirstOffset, e.LastOffset)
+}
+
+// Is makes errors.Is(err, ErrDuplicateSequence) true.
+func (e *DuplicateBatchError) Is(target error) bool { return target == ErrDuplicateSequence }
+
+// diskError classifies an error from a write-side syscall: ENOSPC becomes
+// ErrDiskFull (still matching syscall.ENOSPC), everything else is wrapped with
+// the operation for context.
+func diskError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %s: %w", ErrDiskFull, op, err)
+	}
+	return fmt.Errorf("storage: %s: %w", op, err)
+}

@@ -1,0 +1,748 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LogState is what the manager's checkpoint files know about a log.
+type LogState struct {
+	RecoveryPoint  int64 // offsets below it were flushed: recovery starts here
+	LogStartOffset int64
+	HighWatermark  int64
+	CleanShutdown  bool // the log dir had a clean-shutdown marker
+}
+
+// LogOptions inject the environment. Zero values take defaults.
+type LogOptions struct {
+	// Now is the clock for LogAppendTime, segment.ms, retention and flush.ms
+	// (default time.Now). Logic never calls time.Now itself.
+	Now func() time.Time
+	// Logger receives recovery progress, rolls, deletions and failures
+	// (default slog.Default()).
+	Logger *slog.Logger
+	// Fallocate reserves disk blocks (default: fallocate(2) mode 0). Tests
+	// replace it to inject ENOSPC or EOPNOTSUPP.
+	Fallocate func(f *os.File, offset, length int64) error
+	// MaxMappedSegments is how many inactive segments stay mapped for
+	// reading (least recently used are unmapped; default 4).
+	MaxMappedSegments int
+	// RecoveryProgressEvery logs recovery progress every that many
+	// segments (default 1000).
+	RecoveryProgressEvery int
+}
+
+func (o LogOptions) withDefaults() LogOptions {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Fallocate == nil {
+		o.Fallocate = osFallocate
+	}
+	if o.MaxMappedSegments <= 0 {
+		o.MaxMappedSegments = 4
+	}
+	if o.RecoveryProgressEvery <= 0 {
+		o.RecoveryProgressEvery = 1000
+	}
+	return o
+}
+
+// AppendOptions modify a leader append.
+type AppendOptions struct {
+	// LogAppendTime stamps every batch with the broker's time
+	// (message.timestamp.type=LogAppendTime).
+	LogAppendTime bool
+	// Now is that time; zero means the log's clock.
+	Now time.Time
+}
+
+// AppendInfo describes a successful append.
+type AppendInfo struct {
+	FirstOffset int64
+	LastOffset  int64
+	// MaxTimestamp is the largest batch maxTimestamp and
+	// OffsetOfMaxTimestamp the last offset of the first batch carrying it.
+	MaxTimestamp         int64
+	OffsetOfMaxTimestamp int64
+	LogAppendTime        int64 // -1 for CreateTime
+	NumRecords           int64
+	Bytes                int64
+	LogStartOffset       int64
+}
+
+// SegmentInfo describes one segment.
+type SegmentInfo struct {
+	BaseOffset   int64
+	NextOffset   int64
+	Size         int64
+	MaxTimestamp int64 // -1 if no batch has a timestamp
+	LastModified time.Time
+}
+
+// Log is the log of one partition: an ordered list of segments in a
+// directory, with its offsets, leader epoch cache and producer state.
+//
+// Concurrency. All methods are safe for concurrent use. Mutations (appends,
+// truncation, retention, config, close) serialise on appendMu. Readers
+// (Read, OffsetForTimestamp, offsets getters) take no log lock: they load
+// the published atomics and the immutable segment list, then hold a
+// segment reference while touching its mapping. Publication order on
+// append: segment bytes and index entries, segment size, then (for a roll)
+// the segment list, then the log end offset; a reader that loaded the log
+// end offset therefore finds every batch below it complete.
+//
+// Lock order: flushMu -> appendMu -> segment.mu -> {segment.maxTsMu,
+// producerStateManager.mu, EpochCache.mu}; mappedMu is taken alone.
+type Log struct {
+	dir    string
+	opts   LogOptions
+	env    *fileEnv
+	logger *slog.Logger
+	epochs *EpochCache
+
+	// flushMu serialises Flush; the msyncs run without appendMu.
+	flushMu sync.Mutex
+
+	appendMu sync.Mutex // the append lock; guards the following
+	cfg      LogConfig
+	closed   bool
+	// failed is sticky: set when a flush fails, after which the state of
+	// the page cache is unknown.
+	failed            error
+	unflushedMessages int64
+	lastFlush         time.Time
+	// rollFlushPending: a segment was rolled and not flushed yet (Kafka
+	// flushes rolled segments; the manager's loop does it here).
+	rollFlushPending bool
+	// dirDirty: files were created or removed since the last dir fsync.
+	dirDirty  bool
+	producers *producerStateManager
+
+	// Published for lock-free readers; written with appendMu held.
+	segments       atomic.Pointer[[]*segment] // immutable, sorted by base offset; last is active
+	logEndOffset   atomic.Int64
+	logStartOffset atomic.Int64
+	highWatermark  atomic.Int64
+	recoveryPoint  atomic.Int64
+	isClosed       atomic.Bool
+
+	mappedMu sync.Mutex // guards the following
+	// mapped lists the inactive segments with a read mapping, least
+	// recently used first (at most opts.MaxMappedSegments).
+	mapped []*segment
+}
+
+// OpenLog opens (recovering if needed) or creates the log in dir.
+func OpenLog(dir string, cfg LogConfig, st LogState, opts LogOptions) (*Log, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: create log dir: %w", err)
+	}
+	l := &Log{
+		dir:       dir,
+		opts:      opts,
+		logger:    opts.Logger.With("log", dir),
+		cfg:       cfg,
+		producers: newProducerStateManager(dir),
+		lastFlush: opts.Now(),
+	}
+	l.env = &fileEnv{fallocate: opts.Fallocate, logger: l.logger}
+	l.env.indexInterval.Store(int64(cfg.IndexIntervalBytes))
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.loadLocked(st); err != nil {
+		for _, s := range l.segmentList() {
+			s.retire(false)
+		}
+		return nil, fmt.Errorf("storage: open log %s: %w", dir, err)
+	}
+	return l, nil
+}
+
+func (l *Log) now() time.Time { return l.opts.Now() }
+
+// segmentList is the current immutable segment list.
+func (l *Log) segmentList() []*segment {
+	if p := l.segments.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+func (l *Log) setSegments(segs []*segment) { l.segments.Store(&segs) }
+
+// activeLocked is the last segment. Must be called with appendMu held.
+func (l *Log) activeLocked() *segment {
+	segs := l.segmentList()
+	return segs[len(segs)-1]
+}
+
+// Dir is the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogEndOffset is the offset the next batch will get (LEO).
+func (l *Log) LogEndOffset() int64 { return l.logEndOffset.Load() }
+
+// LogStartOffset is the first offset that can be read.
+func (l *Log) LogStartOffset() int64 { return l.logStartOffset.Load() }
+
+// HighWatermark is the value last set by replication (clamped to the log).
+func (l *Log) HighWatermark() int64 { return l.highWatermark.Load() }
+
+// RecoveryPoint: every offset below it is on disk.
+func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
+
+// EpochCache is the partition's leader epoch cache.
+func (l *Log) EpochCache() *EpochCache { return l.epochs }
+
+// SetHighWatermark stores the HW, clamped to [LogStartOffset,
+// LogEndOffset] like Kafka's updateHighWatermark. It returns the stored
+// value. Retention never deletes at or beyond it.
+func (l *Log) SetHighWatermark(hw int64) int64 {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	hw = max(min(hw, l.logEndOffset.Load()), l.logStartOffset.Load())
+	l.highWatermark.Store(hw)
+	return hw
+}
+
+// Size is the total size of the segments in bytes.
+func (l *Log) Size() int64 {
+	var n int64
+	for _, s := range l.segmentList() {
+		n += s.size.Load()
+	}
+	return n
+}
+
+// NumSegments is the number of segments.
+func (l *Log) NumSegments() int { return len(l.segmentList()) }
+
+// Segments describes every segment, oldest first.
+func (l *Log) Segments() []SegmentInfo {
+	segs := l.segmentList()
+	out := make([]SegmentInfo, len(segs))
+	for i, s := range segs {
+		ts, _ := s.maxTimestampAndOffset()
+		out[i] = SegmentInfo{
+			BaseOffset: s.baseOffset, NextOffset: s.nextOffset.Load(), Size: s.size.Load(),
+			MaxTimestamp: ts, LastModified: time.UnixMilli(s.lastModifiedMs.Load()),
+		}
+	}
+	return out
+}
+
+// Config returns the current config.
+func (l *Log) Config() LogConfig {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	return l.cfg
+}
+
+// UpdateConfig applies a dynamic config change. Segment size and index
+// size changes apply from the next segment; retention and flush settings at
+// once.
+func (l *Log) UpdateConfig(cfg LogConfig) error {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	l.cfg = cfg
+	l.env.indexInterval.Store(int64(cfg.IndexIntervalBytes))
+	return nil
+}
+
+// checkWritableLocked fails appends on a closed or failed log. Must be
+// called with appendMu held.
+func (l *Log) checkWritableLocked() error {
+	if l.closed {
+		return ErrLogClosed
+	}
+	if l.failed != nil {
+		return fmt.Errorf("%w: %w", ErrLogFailed, l.failed)
+	}
+	return nil
+}
+
+// parsedAppend is a validated append: headers and layout of each batch.
+type parsedAppend struct {
+	headers []BatchHeader
+	batches []appendedBatch
+	records int64
+}
+
+// parseAppend validates every batch of buf (all must be valid: nothing is
+// written otherwise). produce adds the producer-input checks.
+func parseAppend(buf []byte, produce bool) (parsedAppend, error) {
+	var p parsedAppend
+	it := Batches(buf)
+	for it.Next() {
+		var err error
+		h := it.Header()
+		if produce {
+			h, err = validateProduceBatch(it.Batch())
+		} else {
+			h, err = validateBatch(it.Batch())
+		}
+		if err != nil {
+			return p, fmt.Errorf("batch %d at byte %d: %w", len(p.headers), it.Pos(), err)
+		}
+		p.headers = append(p.headers, h)
+		p.batches = append(p.batches, appendedBatch{pos: int64(it.Pos()), size: int64(len(it.Batch()))})
+		p.records += int64(h.RecordCount)
+	}
+	if err := it.Err(); err != nil {
+		if errors.Is(err, ErrTruncatedBatch) || errors.Is(err, ErrZeroedBatch) {
+			err = fmt.Errorf("%w: %w", ErrCorruptBatch, err)
+		}
+		return p, err
+	}
+	if len(p.headers) == 0 {
+		return p, fmt.Errorf("%w: no batches", ErrCorruptBatch)
+	}
+	return p, nil
+}
+
+// finish fills the per-batch offsets and timestamps once headers are final.
+func (p *parsedAppend) finish() AppendInfo {
+	info := AppendInfo{
+		FirstOffset: p.headers[0].BaseOffset, LastOffset: p.headers[len(p.headers)-1].LastOffset(),
+		MaxTimestamp: -1, OffsetOfMaxTimestamp: -1, LogAppendTime: -1, NumRecords: p.records,
+	}
+	for i, h := range p.headers {
+		p.batches[i].lastOffset = h.LastOffset()
+		p.batches[i].maxTimestamp = h.MaxTimestamp
+		info.Bytes += p.batches[i].size
+		if h.MaxTimestamp > info.MaxTimestamp {
+			info.MaxTimestamp, info.OffsetOfMaxTimestamp = h.MaxTimestamp, h.LastOffset()
+		}
+	}
+	return info
+}
+
+// AppendAsLeader appends the batches of a produce request. It validates all
+// of them (nothing is written if one is invalid), assigns offsets from the
+// log end offset and stamps leaderEpoch in place (batches is modified, even
+// when the append then fails), applies LogAppendTime if asked, checks
+// idempotent producer sequences, writes, and updates indexes, producer state
+// and the epoch cache. A duplicate batch returns *DuplicateBatchError and
+// writes nothing.
+func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32, opt AppendOptions) (AppendInfo, error) {
+	p, err := parseAppend(batches, true)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	info, flush, err := l.appendAsLeader(batches, &p, leaderEpoch, opt)
+	if err == nil && flush {
+		err = l.Flush()
+	}
+	return info, err
+}
+
+func (l *Log) appendAsLeader(buf []byte, p *parsedAppend, leaderEpoch int32, opt AppendOptions) (AppendInfo, bool, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return AppendInfo{}, false, err
+	}
+	now := l.now()
+	appendTime := int64(-1)
+	if opt.LogAppendTime {
+		appendTime = now.UnixMilli()
+		if !opt.Now.IsZero() {
+			appendTime = opt.Now.UnixMilli()
+		}
+	}
+	next := l.logEndOffset.Load()
+	for i := range p.headers {
+		b := buf[p.batches[i].pos : p.batches[i].pos+p.batches[i].size]
+		SetBaseOffset(b, next)
+		SetPartitionLeaderEpoch(b, leaderEpoch)
+		h := &p.headers[i]
+		h.BaseOffset, h.PartitionLeaderEpoch = next, leaderEpoch
+		if appendTime >= 0 {
+			SetLogAppendTime(b, appendTime)
+			h.MaxTimestamp, h.Attributes = appendTime, h.Attributes|attrTimestampType
+		}
+		next = h.NextOffset()
+	}
+	info := p.finish()
+	info.LogAppendTime = appendTime
+	upd, err := l.producers.checkLeaderAppend(p.headers)
+	if err != nil {
+		return AppendInfo{}, false, err
+	}
+	if err := l.writeLocked(buf, p, now); err != nil {
+		return AppendInfo{}, false, err
+	}
+	l.producers.apply(upd)
+	var epochErr error
+	if leaderEpoch > l.epochs.LatestEpoch() {
+		epochErr = l.epochs.Assign(leaderEpoch, info.FirstOffset)
+	}
+	flush := l.publishAppendLocked(info.LastOffset+1, p.records)
+	info.LogStartOffset = l.logStartOffset.Load()
+	return info, flush, epochErr
+}
+
+// AppendAsFollower appends batches fetched from the leader: offsets and
+// epochs are already set. The first batch must start at the log end offset
+// (a compacted log may skip offsets: at or after it), offsets must increase,
+// CRCs must be valid. Producer state is updated without sequence checks and
+// the epoch cache learns new epochs.
+func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
+	p, err := parseAppend(batches, false)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	info, flush, err := l.appendAsFollower(batches, &p)
+	if err == nil && flush {
+		err = l.Flush()
+	}
+	return info, err
+}
+
+func (l *Log) appendAsFollower(buf []byte, p *parsedAppend) (AppendInfo, bool, error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return AppendInfo{}, false, err
+	}
+	leo := l.logEndOffset.Load()
+	if first := p.headers[0].BaseOffset; first < leo || (first > leo && !l.cfg.Compact) {
+		return AppendInfo{}, false, fmt.Errorf("%w: first batch at offset %d, log end offset is %d", ErrInvalidOffset, first, leo)
+	}
+	for i := 1; i < len(p.headers); i++ {
+		if prev, h := p.headers[i-1], p.headers[i]; h.BaseOffset <= prev.LastOffset() ||
+			(h.BaseOffset != prev.NextOffset() && !l.cfg.Compact) {
+			return AppendInfo{}, false, fmt.Errorf("%w: batch at offset %d follows batch ending at %d", ErrInvalidOffset, h.BaseOffset, prev.LastOffset())
+		}
+	}
+	info := p.finish()
+	if last := info.LastOffset; last-info.FirstOffset > 1<<31-1 {
+		return AppendInfo{}, false, fmt.Errorf("%w: append spans offsets %d-%d", ErrInvalidOffset, info.FirstOffset, last)
+	}
+	if err := l.writeLocked(buf, p, l.now()); err != nil {
+		return AppendInfo{}, false, err
+	}
+	var epochErr error
+	for _, h := range p.headers {
+		l.producers.update(h)
+		if h.PartitionLeaderEpoch > l.epochs.LatestEpoch() {
+			epochErr = errors.Join(epochErr, l.epochs.Assign(h.PartitionLeaderEpoch, h.BaseOffset))
+		}
+	}
+	flush := l.publishAppendLocked(info.LastOffset+1, p.records)
+	info.LogStartOffset = l.logStartOffset.Load()
+	return info, flush, epochErr
+}
+
+// publishAppendLocked moves the log end offset and reports whether
+// flush.messages is reached. Must be called with appendMu held.
+func (l *Log) publishAppendLocked(leo, records int64) bool {
+	l.logEndOffset.Store(leo)
+	l.unflushedMessages += records
+	return l.unflushedMessages >= l.cfg.FlushMessages
+}
+
+// writeLocked rolls if needed, reserves disk space and copies the batches.
+// Nothing is written if it fails. Must be called with appendMu held.
+func (l *Log) writeLocked(buf []byte, p *parsedAppend, now time.Time) error {
+	n := int64(len(buf))
+	if n > l.cfg.SegmentBytes {
+		return fmt.Errorf("%w: %d bytes, segment.bytes is %d", ErrRecordBatchTooLarge, n, l.cfg.SegmentBytes)
+	}
+	seg := l.activeLocked()
+	first, last := p.headers[0].BaseOffset, p.headers[len(p.headers)-1].LastOffset()
+	if reason := seg.rollReason(&l.cfg, n, len(p.headers), last, now); reason != "" {
+		var err error
+		if seg, err = l.rollLocked(first, reason, now); err != nil {
+			return err
+		}
+	} else if seg.size.Load() == 0 && n > seg.capacity {
+		// An empty active segment mapped for a smaller segment.bytes:
+		// map it again with the current size (nobody can hold bytes of it).
+		seg.beginExclusive()
+		err := seg.activate(l.cfg.segmentParams())
+		seg.endExclusive()
+		if err != nil {
+			return err
+		}
+	}
+	if err := seg.reserve(n, len(p.headers)); err != nil {
+		return err
+	}
+	seg.append(buf, p.batches, int64(l.cfg.IndexIntervalBytes), now)
+	return nil
+}
+
+// rollLocked makes a new active segment starting at base. The old one is
+// trimmed and stays mapped for readers until evicted. A producer snapshot is
+// taken at the new base, and the rolled segment is flushed by the next
+// flush check. Must be called with appendMu held.
+func (l *Log) rollLocked(base int64, reason string, now time.Time) (*segment, error) {
+	old := l.activeLocked()
+	seg, err := createSegment(l.dir, base, l.cfg.segmentParams(), l.env, now)
+	if err != nil {
+		return nil, err
+	}
+	if err := old.deactivate(); err != nil {
+		l.logger.Error("storage: trimming rolled segment failed", "segment", old.String(), "err", err)
+	}
+	segs := l.segmentList()
+	next := make([]*segment, len(segs), len(segs)+1)
+	copy(next, segs)
+	l.setSegments(append(next, seg))
+	l.noteMapped(old)
+	if err := l.producers.writeSnapshot(l.logEndOffset.Load()); err != nil {
+		l.logger.Warn("storage: producer snapshot at roll failed", "err", err)
+	}
+	l.rollFlushPending, l.dirDirty = true, true
+	l.logger.Debug("storage: rolled segment", "base_offset", base, "reason", reason, "previous_size", old.size.Load())
+	return seg, nil
+}
+
+// noteMapped records that s holds a read mapping, evicting the least
+// recently used mapped segments beyond the limit.
+func (l *Log) noteMapped(s *segment) {
+	var victims []*segment
+	l.mappedMu.Lock()
+	l.mapped = removeSegment(l.mapped, s)
+	l.mapped = append(l.mapped, s)
+	for len(l.mapped) > l.opts.MaxMappedSegments {
+		victims = append(victims, l.mapped[0])
+		l.mapped = l.mapped[1:]
+	}
+	l.mappedMu.Unlock()
+	for _, v := range victims {
+		v.evict()
+	}
+}
+
+// touchMapped marks s recently used if it is in the mapped set.
+func (l *Log) touchMapped(s *segment) {
+	l.mappedMu.Lock()
+	defer l.mappedMu.Unlock()
+	if n := len(l.mapped); n > 0 && l.mapped[n-1] == s {
+		return
+	}
+	for i, m := range l.mapped {
+		if m == s {
+			copy(l.mapped[i:], l.mapped[i+1:])
+			l.mapped[len(l.mapped)-1] = s
+			return
+		}
+	}
+}
+
+// forgetMapped drops segments from the mapped set (retired or activated).
+func (l *Log) forgetMapped(segs ...*segment) {
+	l.mappedMu.Lock()
+	defer l.mappedMu.Unlock()
+	for _, s := range segs {
+		l.mapped = removeSegment(l.mapped, s)
+	}
+}
+
+func removeSegment(list []*segment, s *segment) []*segment {
+	for i, m := range list {
+		if m == s {
+			return append(list[:i:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// acquireSegment takes a read reference, registering a new mapping or
+// marking an inactive one recently used. last says s is the last segment
+// (the active one, never in the mapped set).
+func (l *Log) acquireSegment(s *segment, last bool) (bool, error) {
+	ok, newly, err := s.acquire()
+	if ok {
+		if newly {
+			l.noteMapped(s)
+		} else if !last {
+			l.touchMapped(s)
+		}
+	}
+	return ok, err
+}
+
+// retireLocked removes segments from service, deleting their files if del.
+// Must be called with appendMu held.
+func (l *Log) retireLocked(segs []*segment, del bool, reason string) error {
+	l.forgetMapped(segs...)
+	var errs []error
+	for _, s := range segs {
+		if err := s.retire(del); err != nil {
+			errs = append(errs, err)
+		}
+		if del {
+			l.logger.Info("storage: deleted segment", "segment", s.String(), "size", s.size.Load(),
+				"next_offset", s.nextOffset.Load(), "reason", reason)
+		}
+	}
+	if del && len(segs) > 0 {
+		l.dirDirty = true
+	}
+	return errors.Join(errs...)
+}
+
+// Flush writes every appended byte to disk (msync of data and indexes up to
+// the log end offset) and advances the recovery point. A failure leaves the
+// log failed: appends return ErrLogFailed from then on.
+func (l *Log) Flush() error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.appendMu.Lock()
+	if err := l.checkWritableLocked(); err != nil {
+		l.appendMu.Unlock()
+		return err
+	}
+	leo, segs, rp := l.logEndOffset.Load(), l.segmentList(), l.recoveryPoint.Load()
+	sizes := make([]int64, len(segs))
+	for i, s := range segs {
+		sizes[i] = s.size.Load()
+	}
+	dirDirty, unflushed := l.dirDirty, l.unflushedMessages
+	l.dirDirty = false
+	l.appendMu.Unlock()
+
+	err := l.flushSegments(segs, sizes, rp)
+	if err == nil && dirDirty {
+		err = syncDir(l.dir)
+	}
+
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err != nil {
+		l.failed = err
+		l.dirDirty = l.dirDirty || dirDirty
+		l.logger.Error("storage: flush failed; log refuses writes", "err", err)
+		return fmt.Errorf("%w: %w", ErrLogFailed, err)
+	}
+	l.unflushedMessages -= unflushed
+	l.lastFlush = l.now()
+	l.rollFlushPending = false
+	if leo > l.recoveryPoint.Load() && leo <= l.logEndOffset.Load() {
+		l.recoveryPoint.Store(leo)
+	}
+	return nil
+}
+
+// flushSegments msyncs the segments holding offsets at or after rp.
+func (l *Log) flushSegments(segs []*segment, sizes []int64, rp int64) error {
+	for i, s := range segs {
+		if i+1 < len(segs) && segs[i+1].baseOffset <= rp {
+			continue // entirely below the recovery point
+		}
+		if s.flushedSize.Load() >= sizes[i] && i+1 < len(segs) {
+			continue
+		}
+		ok, err := l.acquireSegment(s, i == len(segs)-1)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue // retired meanwhile
+		}
+		err = s.flush(sizes[i])
+		s.release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushIfDue flushes when flush.ms elapsed with unflushed messages, or a
+// rolled segment awaits its flush. The manager's loop calls it.
+func (l *Log) flushIfDue(now time.Time) error {
+	l.appendMu.Lock()
+	due := !l.closed && l.failed == nil && (l.rollFlushPending ||
+		(l.unflushedMessages > 0 && now.Sub(l.lastFlush).Milliseconds() >= l.cfg.FlushMs))
+	l.appendMu.Unlock()
+	if !due {
+		return nil
+	}
+	return l.Flush()
+}
+
+// Producers lists the idempotent producers of the partition (for
+// DescribeProducers).
+func (l *Log) Producers() []ProducerEntry { return l.producers.entries() }
+
+// ProducerIDExpire forgets producers whose last batch timestamp is older
+// than maxAge (producer.id.expiration.ms) and returns how many.
+func (l *Log) ProducerIDExpire(now time.Time, maxAge time.Duration) int {
+	return l.producers.expire(now, maxAge)
+}
+
+// Close flushes, trims the active segment, writes a producer snapshot at
+// the log end offset, and releases the segments; mappings are unmapped once
+// readers release them. Reads and appends fail with ErrLogClosed afterwards.
+func (l *Log) Close() error {
+	flushErr := l.Flush()
+	if errors.Is(flushErr, ErrLogClosed) {
+		return nil
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	l.isClosed.Store(true)
+	var errs []error
+	if flushErr != nil {
+		errs = append(errs, flushErr)
+	}
+	segs := l.segmentList()
+	if err := segs[len(segs)-1].deactivate(); err != nil {
+		errs = append(errs, err)
+	}
+	if l.failed == nil {
+		if err := l.producers.writeSnapshot(l.logEndOffset.Load()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := l.retireLocked(segs, false, "close"); err != nil {
+		errs = append(errs, err)
+	}
+	if err := syncDir(l.dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Delete closes the log and removes its directory.
+func (l *Log) Delete() error {
+	err := l.Close()
+	if rmErr := os.RemoveAll(l.dir); rmErr != nil {
+		err = errors.Join(err, fmt.Errorf("storage: remove log dir: %w", rmErr))
+	}
+	return err
+}
+
+// segmentFor returns the index of the segment holding offset: the last one
+// whose base offset is <= offset (0 if offset is below every base).
+func segmentFor(segs []*segment, offset int64) int {
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].baseOffset > offset }) - 1
+	return max(i, 0)
+}
