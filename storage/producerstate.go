@@ -438,4 +438,3 @@ func (m *producerStateManager) loadLatestSnapshot(upTo int64) (int64, error) {
 	m.reset()
 	return -1, nil
 }
-
