@@ -2,8 +2,10 @@ package controller
 
 import (
 	"maps"
+	"net"
 	"slices"
 	"sort"
+	"strconv"
 )
 
 // Image is the cluster metadata as of one applied Raft index. Images are
@@ -84,6 +86,18 @@ func (img *Image) LiveBrokers() []*BrokerInfo {
 	var out []*BrokerInfo
 	for _, b := range img.Brokers {
 		if b.Live() {
+			out = append(out, b)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// unfencedBrokers returns the unfenced brokers (live or shutting down) sorted by id.
+func (img *Image) unfencedBrokers() []*BrokerInfo {
+	var out []*BrokerInfo
+	for _, b := range img.Brokers {
+		if !b.Fenced {
 			out = append(out, b)
 		}
 	}
@@ -257,4 +271,8 @@ func (b *imageBuilder) dropEmptyBrokerConfig(resource string) {
 	if len(b.img.BrokerConfigs[resource]) == 0 {
 		delete(b.img.BrokerConfigs, resource)
 	}
+}
+
+func hostPort(host string, port int32) string {
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }

@@ -1,0 +1,192 @@
+package controller
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// IncrementalAlterConfigs (44) and AlterConfigs (33) for TOPIC and BROKER
+// resources. Topic values go through Options.ValidateTopicConfig; broker
+// values are stored as given (BROKER "" is the cluster-wide default).
+
+// configResource resolves a resource to its current configs, or an error.
+func configResource(img *Image, typ kmsg.ConfigResourceType, name string) (map[string]string, *apiError) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		t := img.Topics[name]
+		if t == nil {
+			return nil, newAPIError(kerr.UnknownTopicOrPartition, "Topic %s does not exist.", name)
+		}
+		return t.Configs, nil
+	case kmsg.ConfigResourceTypeBroker:
+		if name != "" {
+			if id, err := strconv.ParseInt(name, 10, 32); err != nil || id < 0 {
+				return nil, newAPIError(kerr.InvalidRequest, "Invalid broker name %q", name)
+			}
+		}
+		return img.BrokerConfigs[name], nil
+	}
+	return nil, newAPIError(kerr.InvalidRequest, "Unsupported resource type %v for the controller", typ)
+}
+
+// configChanges turns a resource's wanted configs into SetConfig records,
+// validating changed topic values.
+func (c *controller) configChanges(typ kmsg.ConfigResourceType, name string, cur, want map[string]string) ([]record, *apiError) {
+	var recs []record
+	for _, k := range slices.Sorted(maps.Keys(want)) {
+		v := want[k]
+		if old, ok := cur[k]; ok && old == v {
+			continue
+		}
+		if typ == kmsg.ConfigResourceTypeTopic {
+			if e := c.validateTopicConfig(k, v); e != nil {
+				return nil, e
+			}
+		}
+		recs = append(recs, &setConfigRecord{ResourceType: int8(typ), Resource: name, Key: k, Value: ptrTo(v)})
+	}
+	for _, k := range slices.Sorted(maps.Keys(cur)) {
+		if _, ok := want[k]; !ok {
+			recs = append(recs, &setConfigRecord{ResourceType: int8(typ), Resource: name, Key: k})
+		}
+	}
+	return recs, nil
+}
+
+func (c *controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img := c.fsm.image()
+	var recs []record
+	for _, res := range req.Resources {
+		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		r, e := c.incrementalChanges(img, res)
+		if e != nil {
+			rr.ErrorCode, rr.ErrorMessage = e.code, e.message()
+		} else {
+			recs = append(recs, r...)
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	if req.ValidateOnly {
+		return resp, nil
+	}
+	if _, err := c.commit(ctx, recs...); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (c *controller) incrementalChanges(img *Image, res kmsg.IncrementalAlterConfigsRequestResource) ([]record, *apiError) {
+	cur, e := configResource(img, res.ResourceType, res.ResourceName)
+	if e != nil {
+		return nil, e
+	}
+	want := maps.Clone(cur)
+	if want == nil {
+		want = map[string]string{}
+	}
+	seen := map[string]bool{}
+	for _, cfg := range res.Configs {
+		if seen[cfg.Name] {
+			return nil, newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
+		}
+		seen[cfg.Name] = true
+		if e := applyConfigOp(want, cfg); e != nil {
+			return nil, e
+		}
+	}
+	return c.configChanges(res.ResourceType, res.ResourceName, cur, want)
+}
+
+// applyConfigOp applies one SET, DELETE, APPEND or SUBTRACT to want. List
+// values are comma separated.
+func applyConfigOp(want map[string]string, cfg kmsg.IncrementalAlterConfigsRequestResourceConfig) *apiError {
+	if cfg.Op != kmsg.IncrementalAlterConfigOpDelete && cfg.Value == nil {
+		return newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
+	}
+	switch cfg.Op {
+	case kmsg.IncrementalAlterConfigOpSet:
+		want[cfg.Name] = *cfg.Value
+	case kmsg.IncrementalAlterConfigOpDelete:
+		delete(want, cfg.Name)
+	case kmsg.IncrementalAlterConfigOpAppend:
+		list := splitList(want[cfg.Name])
+		for _, v := range splitList(*cfg.Value) {
+			if !slices.Contains(list, v) {
+				list = append(list, v)
+			}
+		}
+		want[cfg.Name] = strings.Join(list, ",")
+	case kmsg.IncrementalAlterConfigOpSubtract:
+		remove := splitList(*cfg.Value)
+		list := slices.DeleteFunc(splitList(want[cfg.Name]), func(v string) bool { return slices.Contains(remove, v) })
+		want[cfg.Name] = strings.Join(list, ",")
+	default:
+		return newAPIError(kerr.InvalidRequest, "Unknown alter config operation %d for %s", cfg.Op, cfg.Name)
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// alterConfigs is the legacy API: each resource's configs are replaced whole.
+func (c *controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img := c.fsm.image()
+	var recs []record
+	for _, res := range req.Resources {
+		rr := kmsg.NewAlterConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
+		r, e := c.replaceChanges(img, res)
+		if e != nil {
+			rr.ErrorCode, rr.ErrorMessage = e.code, e.message()
+		} else {
+			recs = append(recs, r...)
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	if req.ValidateOnly {
+		return resp, nil
+	}
+	if _, err := c.commit(ctx, recs...); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func (c *controller) replaceChanges(img *Image, res kmsg.AlterConfigsRequestResource) ([]record, *apiError) {
+	cur, e := configResource(img, res.ResourceType, res.ResourceName)
+	if e != nil {
+		return nil, e
+	}
+	want := map[string]string{}
+	for _, cfg := range res.Configs {
+		if _, dup := want[cfg.Name]; dup {
+			return nil, newAPIError(kerr.InvalidRequest, "Error due to duplicate config keys")
+		}
+		if cfg.Value == nil {
+			return nil, newAPIError(kerr.InvalidRequest, "Null value not supported for : %s", cfg.Name)
+		}
+		want[cfg.Name] = *cfg.Value
+	}
+	return c.configChanges(res.ResourceType, res.ResourceName, cur, want)
+}

@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func incOp(name string, op kmsg.IncrementalAlterConfigOp, value *string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+	return kmsg.IncrementalAlterConfigsRequestResourceConfig{Name: name, Op: op, Value: value}
+}
+
+func TestIncrementalAlterConfigs(t *testing.T) {
+	h := newCtlHarness(t, func(o *Options) {
+		o.ValidateTopicConfig = func(name, value string) error {
+			if name == "retention.ms" && value == "-5" {
+				return errors.New("Invalid value -5 for configuration retention.ms")
+			}
+			return nil
+		}
+	})
+	h.live(1)
+	h.createTopic("t", 1, 1)
+	run := func(validateOnly bool, res ...kmsg.IncrementalAlterConfigsRequestResource) []kmsg.IncrementalAlterConfigsResponseResource {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Resources, req.ValidateOnly = res, validateOnly
+		return h.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources
+	}
+	res := func(typ kmsg.ConfigResourceType, name string, cfgs ...kmsg.IncrementalAlterConfigsRequestResourceConfig) kmsg.IncrementalAlterConfigsRequestResource {
+		return kmsg.IncrementalAlterConfigsRequestResource{ResourceType: typ, ResourceName: name, Configs: cfgs}
+	}
+	S, D, A, X := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete, kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract
+	out := run(false,
+		res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptr("100")), incOp("cleanup.policy", A, ptr("delete,compact"))),
+		res(kmsg.ConfigResourceTypeBroker, "", incOp("log.retention.ms", S, ptr("7"))),
+		res(kmsg.ConfigResourceTypeBroker, "1", incOp("anything.goes", S, ptr("x"))),
+		res(kmsg.ConfigResourceTypeTopic, "nope", incOp("retention.ms", S, ptr("1"))),
+		res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptr("-5"))),
+		res(kmsg.ConfigResourceTypeBroker, "x", incOp("a", S, ptr("b"))),
+		res(kmsg.ConfigResourceTypeBrokerLogger, "1", incOp("a", S, ptr("b"))),
+		res(kmsg.ConfigResourceTypeTopic, "t", incOp("a", S, ptr("1")), incOp("a", D, nil)),
+	)
+	want := []error{nil, nil, nil, kerr.UnknownTopicOrPartition, kerr.InvalidConfig, kerr.InvalidRequest, kerr.InvalidRequest, kerr.InvalidRequest}
+	for i, w := range want {
+		if got := kerr.ErrorForCode(out[i].ErrorCode); got != w {
+			t.Errorf("resource %d: got %v (%s), want %v", i, got, deref(out[i].ErrorMessage), w)
+		}
+	}
+	img := h.img()
+	if c := img.Topics["t"].Configs; c["retention.ms"] != "100" || c["cleanup.policy"] != "delete,compact" {
+		t.Fatalf("topic configs %v", c)
+	}
+	if img.BrokerConfigs[""]["log.retention.ms"] != "7" || img.BrokerConfigs["1"]["anything.goes"] != "x" {
+		t.Fatalf("broker configs %v", img.BrokerConfigs)
+	}
+	run(false, res(kmsg.ConfigResourceTypeTopic, "t", incOp("cleanup.policy", X, ptr("delete")), incOp("retention.ms", D, nil)))
+	if c := h.img().Topics["t"].Configs; c["cleanup.policy"] != "compact" || len(c) != 1 {
+		t.Fatalf("after subtract/delete %v", c)
+	}
+	run(true, res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptr("5"))))
+	if _, ok := h.img().Topics["t"].Configs["retention.ms"]; ok {
+		t.Fatal("validateOnly changed the config")
+	}
+}
+
+func TestAlterConfigsReplaces(t *testing.T) {
+	h := newCtlHarness(t)
+	h.live(1)
+	h.createTopic("t", 1, 1)
+	req := kmsg.NewPtrAlterConfigsRequest()
+	r := kmsg.NewAlterConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+	r.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "a", Value: ptr("1")}, {Name: "b", Value: ptr("2")}}
+	req.Resources = append(req.Resources, r)
+	h.do(req)
+	req.Resources[0].Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "b", Value: ptr("3")}}
+	resp := h.do(req).(*kmsg.AlterConfigsResponse)
+	if resp.Resources[0].ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(resp.Resources[0].ErrorCode))
+	}
+	if c := h.img().Topics["t"].Configs; len(c) != 1 || c["b"] != "3" {
+		t.Fatalf("configs %v", c)
+	}
+}

@@ -1,0 +1,170 @@
+package controller
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// AlterPartition (56, KIP-497) and ElectLeaders (43).
+
+// alterPartition applies ISR changes proposed by partition leaders. Versions
+// 0-1 name topics, 2+ use topic ids; 3+ carry each member's broker epoch.
+func (c *controller) alterPartition(ctx context.Context, req *kmsg.AlterPartitionRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img := c.fsm.image()
+	if b := img.Brokers[req.BrokerID]; b == nil || b.Epoch != req.BrokerEpoch {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp, nil
+	}
+	type pending struct {
+		topic, partition int // indexes into resp
+		t                *Topic
+		idx              int32
+	}
+	var recs []record
+	var done []pending
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterPartitionResponseTopic()
+		st.Topic, st.TopidID = rt.Topic, rt.TopicID
+		t := img.Topics[rt.Topic]
+		if req.Version >= 2 {
+			t = img.TopicsByID[rt.TopicID]
+		}
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewAlterPartitionResponseTopicPartition()
+			sp.Partition, sp.LeaderID = rp.Partition, NoLeader
+			code := c.alterOne(img, req, t, &rp, &recs)
+			sp.ErrorCode = code
+			if code == 0 {
+				done = append(done, pending{len(resp.Topics), len(st.Partitions), t, rp.Partition})
+			}
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	if _, err := c.commit(ctx, recs...); err != nil {
+		return nil, err
+	}
+	after := c.fsm.image()
+	for _, d := range done {
+		sp := &resp.Topics[d.topic].Partitions[d.partition]
+		p := after.Partition(d.t.Name, d.idx)
+		if p.Leader != req.BrokerID {
+			// The change moved leadership away (the leader was no longer
+			// acceptable): it must refresh its metadata before retrying.
+			sp.ErrorCode = kerr.NewLeaderElected.Code
+			if req.Version <= 1 {
+				sp.ErrorCode = kerr.FencedLeaderEpoch.Code
+			}
+			continue
+		}
+		sp.LeaderID, sp.LeaderEpoch, sp.PartitionEpoch, sp.ISR = p.Leader, p.LeaderEpoch, p.PartitionEpoch, slices.Clone(p.ISR)
+	}
+	return resp, nil
+}
+
+// alterOne validates one partition and appends its change, if any, to recs.
+func (c *controller) alterOne(img *Image, req *kmsg.AlterPartitionRequest, t *Topic,
+	rp *kmsg.AlterPartitionRequestTopicPartition, recs *[]record) int16 {
+	if t == nil {
+		if req.Version >= 2 {
+			return kerr.UnknownTopicID.Code
+		}
+		return kerr.UnknownTopicOrPartition.Code
+	}
+	var p *Partition
+	if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
+		p = t.Partitions[rp.Partition]
+	}
+	newISR := proposedISR(req.Version, rp)
+	code := checkAlterPartition(img, req.BrokerID, req.Version, p, rp.LeaderEpoch, rp.PartitionEpoch, newISR, rp.LeaderRecoveryState)
+	if code != 0 {
+		c.log.Info("AlterPartition refused", "broker", req.BrokerID, "topic", t.Name, "partition", rp.Partition,
+			"err", kerr.ErrorForCode(code), "isr", memberIDs(newISR), "leader_epoch", rp.LeaderEpoch, "partition_epoch", rp.PartitionEpoch)
+		return code
+	}
+	change := buildChange(t, p, changeRequest{
+		targetISR:  memberIDs(newISR),
+		election:   electionFor(img, t, c.uncleanDefault()),
+		acceptable: img.isLive,
+	})
+	if change != nil {
+		*recs = append(*recs, change)
+	}
+	return 0
+}
+
+// electLeaders runs preferred (0) or unclean (1) elections. Null topics means
+// every partition; partitions that need no election are then left out.
+func (c *controller) electLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (kmsg.Response, error) {
+	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
+	election := electionPreferred
+	if req.Version >= 1 && req.ElectionType == 1 {
+		election = electionUnclean
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	img := c.fsm.image()
+	var recs []record
+	if req.Topics == nil {
+		for _, name := range img.sortedTopicNames() {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = name
+			for _, p := range img.Topics[name].Partitions {
+				if e := electOne(img, name, p.Index, election, &recs); e.errCode() != kerr.ElectionNotNeeded.Code {
+					st.Partitions = append(st.Partitions, electResult(p.Index, e))
+				}
+			}
+			if len(st.Partitions) > 0 {
+				resp.Topics = append(resp.Topics, st)
+			}
+		}
+	} else {
+		for _, rt := range req.Topics {
+			st := kmsg.NewElectLeadersResponseTopic()
+			st.Topic = rt.Topic
+			for _, idx := range rt.Partitions {
+				st.Partitions = append(st.Partitions, electResult(idx, electOne(img, rt.Topic, idx, election, &recs)))
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+	}
+	if _, err := c.commit(ctx, recs...); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
+
+func electResult(idx int32, e *apiError) kmsg.ElectLeadersResponseTopicPartition {
+	sp := kmsg.NewElectLeadersResponseTopicPartition()
+	sp.Partition, sp.ErrorCode, sp.ErrorMessage = idx, e.errCode(), e.message()
+	return sp
+}
+
+// electOne is Kafka's ReplicationControlManager.electLeader for one partition.
+func electOne(img *Image, topic string, idx int32, election electionType, recs *[]record) *apiError {
+	t := img.Topics[topic]
+	p := img.Partition(topic, idx)
+	if p == nil {
+		return newAPIError(kerr.UnknownTopicOrPartition, "")
+	}
+	switch {
+	case election == electionPreferred && len(p.Replicas) > 0 && p.Leader == p.Replicas[0],
+		election == electionUnclean && p.Leader != NoLeader:
+		return newAPIError(kerr.ElectionNotNeeded, "")
+	}
+	change := buildChange(t, p, changeRequest{election: election, acceptable: img.isLive})
+	if change == nil {
+		if election == electionPreferred {
+			return newAPIError(kerr.PreferredLeaderNotAvailable, "")
+		}
+		return newAPIError(kerr.EligibleLeadersNotAvailable, "")
+	}
+	*recs = append(*recs, change)
+	return nil
+}

@@ -1,0 +1,214 @@
+package controller
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func alterReq(version int16, broker int32, epoch int64, topic string, id [16]byte, p *Partition, isr ...int32) *kmsg.AlterPartitionRequest {
+	req := kmsg.NewPtrAlterPartitionRequest()
+	req.Version, req.BrokerID, req.BrokerEpoch = version, broker, epoch
+	rt := kmsg.NewAlterPartitionRequestTopic()
+	rt.Topic, rt.TopicID = topic, id
+	rp := kmsg.NewAlterPartitionRequestTopicPartition()
+	rp.Partition, rp.LeaderEpoch, rp.PartitionEpoch = p.Index, p.LeaderEpoch, p.PartitionEpoch
+	if version >= 3 {
+		for _, m := range isr {
+			rp.NewEpochISR = append(rp.NewEpochISR, kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{BrokerID: m, BrokerEpoch: -1})
+		}
+	} else {
+		rp.NewISR = isr
+	}
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// KIP-497: the leader shrinks and expands the ISR with its partition epoch;
+// each accepted change bumps the partition epoch, not the leader epoch.
+func TestAlterPartitionVersions(t *testing.T) {
+	h := newCtlHarness(t)
+	h.live(1, 2, 3)
+	h.manualTopic("t", []int32{1, 2, 3})
+	id := h.img().Topics["t"].ID
+	for _, v := range []int16{0, 1, 2, 3} {
+		p := h.img().Partition("t", 0)
+		want := []int32{1, 2}
+		if slices.Equal(p.ISR, want) {
+			want = []int32{1, 2, 3}
+		}
+		resp := h.do(alterReq(v, 1, h.epoch(1), "t", id, p, want...)).(*kmsg.AlterPartitionResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("v%d: %v", v, kerr.ErrorForCode(resp.ErrorCode))
+		}
+		sp := resp.Topics[0].Partitions[0]
+		after := h.img().Partition("t", 0)
+		if sp.ErrorCode != 0 || sp.LeaderID != 1 || !slices.Equal(sp.ISR, want) ||
+			sp.PartitionEpoch != p.PartitionEpoch+1 || sp.LeaderEpoch != p.LeaderEpoch ||
+			!slices.Equal(after.ISR, want) || after.PartitionEpoch != sp.PartitionEpoch {
+			t.Fatalf("v%d: response %+v, image %+v", v, sp, after)
+		}
+		if v >= 2 && resp.Topics[0].TopidID != id || v < 2 && resp.Topics[0].Topic != "t" {
+			t.Fatalf("v%d: topic echoed as %+v", v, resp.Topics[0])
+		}
+	}
+	// An unchanged ISR commits nothing and answers the current state.
+	p := h.img().Partition("t", 0)
+	idx := h.img().AppliedIndex
+	resp := h.do(alterReq(2, 1, h.epoch(1), "t", id, p, p.ISR...)).(*kmsg.AlterPartitionResponse)
+	if sp := resp.Topics[0].Partitions[0]; sp.ErrorCode != 0 || sp.PartitionEpoch != p.PartitionEpoch || h.img().AppliedIndex != idx {
+		t.Fatalf("no-op alter %+v", sp)
+	}
+}
+
+func TestAlterPartitionErrors(t *testing.T) {
+	h := newCtlHarness(t)
+	h.live(1, 2, 3)
+	h.manualTopic("t", []int32{1, 2, 3})
+	id := h.img().Topics["t"].ID
+	p := h.img().Partition("t", 0)
+
+	resp := h.do(alterReq(2, 1, h.epoch(1)+1, "t", id, p, 1)).(*kmsg.AlterPartitionResponse)
+	if resp.ErrorCode != kerr.StaleBrokerEpoch.Code {
+		t.Fatalf("stale broker epoch: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	check := func(req *kmsg.AlterPartitionRequest, want error) {
+		t.Helper()
+		resp := h.do(req).(*kmsg.AlterPartitionResponse)
+		if got := kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode); got != want {
+			t.Fatalf("got %v want %v", got, want)
+		}
+	}
+	check(alterReq(2, 1, h.epoch(1), "", [16]byte{7}, p, 1), kerr.UnknownTopicID)
+	check(alterReq(1, 1, h.epoch(1), "nope", id, p, 1), kerr.UnknownTopicOrPartition)
+	check(alterReq(2, 1, h.epoch(1), "", id, withEpochs(p, 0, 0).withIndex(5), 1), kerr.UnknownTopicOrPartition)
+	check(alterReq(2, 2, h.epoch(2), "", id, p, 1, 2), kerr.InvalidRequest)
+	check(alterReq(2, 1, h.epoch(1), "", id, withEpochs(p, -1, 0), 1), kerr.FencedLeaderEpoch)
+
+	// Fence broker 3 (it leaves the ISR), then try to add it back.
+	h.clock.Advance(20e9)
+	h.heartbeat(1, h.epoch(1), false, false)
+	h.heartbeat(2, h.epoch(2), false, false)
+	h.c.fenceExpired(h.ctx)
+	p = h.img().Partition("t", 0)
+	check(alterReq(3, 1, h.epoch(1), "", id, p, 1, 2, 3), kerr.IneligibleReplica)
+	check(alterReq(1, 1, h.epoch(1), "t", id, p, 1, 2, 3), kerr.OperationNotAttempted)
+	// A stale partition epoch: the leader missed a change.
+	check(alterReq(2, 1, h.epoch(1), "", id, withEpochs(p, p.LeaderEpoch, p.PartitionEpoch-1), 1), kerr.InvalidUpdateVersion)
+}
+
+func (p *Partition) withIndex(i int32) *Partition {
+	c := p.clone()
+	c.Index = i
+	return c
+}
+
+func TestElectLeaders(t *testing.T) {
+	h := newCtlHarness(t)
+	h.live(1, 2)
+	h.manualTopic("t", []int32{1, 2}, []int32{2, 1})
+	h.manualTopic("solo", []int32{1})
+	id := h.img().Topics["t"].ID
+	// Move t-0's leadership to 2 by fencing 1, then bring 1 back into the ISR.
+	h.clock.Advance(20e9)
+	h.heartbeat(2, h.epoch(2), false, false)
+	h.c.fenceExpired(h.ctx)
+	h.heartbeat(1, h.epoch(1), false, false) // unfenced again
+	p := h.img().Partition("t", 0)
+	if p.Leader != 2 {
+		t.Fatalf("setup: %+v", p)
+	}
+	h.do(alterReq(2, 2, h.epoch(2), "", id, p, 2, 1))
+
+	req := kmsg.NewPtrElectLeadersRequest()
+	req.Version = 1
+	req.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{0, 1, 7}}}
+	resp := h.do(req).(*kmsg.ElectLeadersResponse)
+	got := resp.Topics[0].Partitions
+	if got[0].ErrorCode != 0 || got[1].ErrorCode != kerr.ElectionNotNeeded.Code || got[2].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("preferred: %+v", got)
+	}
+	if p := h.img().Partition("t", 0); p.Leader != 1 {
+		t.Fatalf("t-0 after preferred election %+v", p)
+	}
+
+	// Unclean: solo-0 is offline after its only replica was fenced; ISR = [1].
+	h.clock.Advance(20e9)
+	h.heartbeat(2, h.epoch(2), false, false)
+	h.c.fenceExpired(h.ctx)
+	req = kmsg.NewPtrElectLeadersRequest()
+	req.Version, req.ElectionType = 1, 1
+	req.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "solo", Partitions: []int32{0}}, {Topic: "t", Partitions: []int32{0}}}
+	resp = h.do(req).(*kmsg.ElectLeadersResponse)
+	if c := resp.Topics[0].Partitions[0].ErrorCode; c != kerr.EligibleLeadersNotAvailable.Code {
+		t.Fatalf("unclean with no live replica: %v", kerr.ErrorForCode(c))
+	}
+	if c := resp.Topics[1].Partitions[0].ErrorCode; c != kerr.ElectionNotNeeded.Code {
+		t.Fatalf("unclean on a led partition: %v", kerr.ErrorForCode(c))
+	}
+
+	// Null topics: every partition; those needing nothing are left out.
+	req = kmsg.NewPtrElectLeadersRequest()
+	req.Version = 2
+	resp = h.do(req).(*kmsg.ElectLeadersResponse)
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode == kerr.ElectionNotNeeded.Code {
+				t.Fatalf("ELECTION_NOT_NEEDED listed for %s-%d", rt.Topic, rp.Partition)
+			}
+		}
+	}
+}
+
+func TestUncleanElectionViaConfigAndPeriodicCheck(t *testing.T) {
+	h := newCtlHarness(t)
+	h.live(1, 2)
+	h.manualTopic("t", []int32{1, 2})
+	id := h.img().Topics["t"].ID
+	h.do(alterReq(2, 1, h.epoch(1), "", id, h.img().Partition("t", 0), 1)) // ISR [1]
+	h.clock.Advance(20e9)
+	h.heartbeat(2, h.epoch(2), false, false)
+	h.c.fenceExpired(h.ctx)
+	if p := h.img().Partition("t", 0); p.Leader != NoLeader {
+		t.Fatalf("clean: %+v", p)
+	}
+	h.c.electOffline(h.ctx)
+	if p := h.img().Partition("t", 0); p.Leader != NoLeader {
+		t.Fatalf("periodic check elected uncleanly: %+v", p)
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: uncleanConfig, Op: kmsg.IncrementalAlterConfigOpSet, Value: ptr("true")}}
+	req.Resources = append(req.Resources, res)
+	if r := h.do(req).(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
+		t.Fatal(kerr.ErrorForCode(r.Resources[0].ErrorCode))
+	}
+	h.c.electOffline(h.ctx)
+	if p := h.img().Partition("t", 0); p.Leader != 2 || !slices.Equal(p.ISR, []int32{2}) {
+		t.Fatalf("unclean by topic config: %+v", p)
+	}
+}
+
+func TestRebalancePreferredLeaders(t *testing.T) {
+	h := newCtlHarness(t)
+	h.live(1, 2)
+	h.manualTopic("t", []int32{1, 2})
+	id := h.img().Topics["t"].ID
+	h.clock.Advance(20e9)
+	h.heartbeat(2, h.epoch(2), false, false)
+	h.c.fenceExpired(h.ctx)
+	h.heartbeat(1, h.epoch(1), false, false)
+	h.c.rebalance(h.ctx)
+	if p := h.img().Partition("t", 0); p.Leader != 2 {
+		t.Fatalf("rebalanced to a replica outside the ISR: %+v", p)
+	}
+	h.do(alterReq(2, 2, h.epoch(2), "", id, h.img().Partition("t", 0), 2, 1))
+	h.c.rebalance(h.ctx)
+	if p := h.img().Partition("t", 0); p.Leader != 1 {
+		t.Fatalf("not rebalanced: %+v", p)
+	}
+}
