@@ -1,12 +1,66 @@
-GO ?= go
+# kbroker: the two commands of the README are `make run` and `make test`.
+GO      ?= go
+BIN     := bin/kbroker
+PKGS    := ./...
+FUZZTIME ?= 5s
 
-.PHONY: build run test
+.PHONY: all build run test unit compat fuzz vet bench cluster cluster-stop clean
+
+all: build
+
 build:
-	$(GO) build -o bin/kbroker ./cmd/kbroker
+	$(GO) build -o $(BIN) ./cmd/kbroker
 
+# A single node on 127.0.0.1:9092 with its data in ./data.
 run: build
-	./bin/kbroker serve
+	./$(BIN) serve
 
-test:
-	$(GO) vet ./...
-	$(GO) test -race ./...
+# Everything CI runs: vet, unit tests with the race detector, the wire
+# compatibility tests against real processes, and a short fuzz of each decoder.
+test: vet unit fuzz
+
+vet:
+	$(GO) vet $(PKGS)
+
+unit: build
+	KBROKER_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 9m $(PKGS)
+
+# Compat tests only, against a live cluster: make compat KBROKER_SEEDS=host:port,...
+compat: build
+	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_SEEDS=$(KBROKER_SEEDS) $(GO) test -count=1 -timeout 20m ./compat-tests/
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZTIME) ./protocol/
+	$(GO) test -run '^$$' -fuzz '^FuzzBatches$$' -fuzztime $(FUZZTIME) ./storage/
+	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZTIME) ./broker/
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./storage/ ./protocol/ ./broker/
+
+# Three local brokers in the background: node ids 1-3, clients on
+# 127.0.0.1:9092-9094, Raft on 127.0.0.1:19092-19094, data in ./data/node-N.
+VOTERS := 1@127.0.0.1:19092,2@127.0.0.1:19093,3@127.0.0.1:19094
+cluster: build
+	@for n in 1 2 3; do \
+		port=$$((9091 + n)); cport=$$((19091 + n)); dir=data/node-$$n; mkdir -p $$dir; \
+		if [ -f $$dir/kbroker.pid ] && kill -0 $$(cat $$dir/kbroker.pid) 2>/dev/null; then \
+			echo "node $$n already running (pid $$(cat $$dir/kbroker.pid))"; continue; fi; \
+		nohup ./$(BIN) serve --node.id=$$n \
+			--listeners=PLAINTEXT://127.0.0.1:$$port,CONTROLLER://127.0.0.1:$$cport \
+			--controller.listener.names=CONTROLLER --controller.quorum.voters=$(VOTERS) \
+			--log.dirs=$$dir --metrics.listen=127.0.0.1:$$((9643 + n)) \
+			> $$dir/kbroker.log 2>&1 & echo $$! > $$dir/kbroker.pid; \
+		echo "node $$n: 127.0.0.1:$$port (pid $$(cat $$dir/kbroker.pid), log $$dir/kbroker.log)"; \
+	done
+
+cluster-stop:
+	@for n in 1 2 3; do \
+		pidfile=data/node-$$n/kbroker.pid; [ -f $$pidfile ] || continue; pid=$$(cat $$pidfile); \
+		if kill -TERM $$pid 2>/dev/null; then \
+			for i in $$(seq 1 300); do kill -0 $$pid 2>/dev/null || break; sleep 0.1; done; \
+			kill -0 $$pid 2>/dev/null && kill -KILL $$pid; echo "node $$n stopped"; fi; \
+		rm -f $$pidfile; \
+	done
+
+clean:
+	rm -rf bin
