@@ -1,0 +1,116 @@
+// Command kbroker runs a Kafka-wire-compatible broker.
+//
+//	kbroker                      serve with defaults: clients on 127.0.0.1:9092, data in ./data
+//	kbroker serve [flags]        the same, with any config key as a flag (--log.dirs=/x)
+//	kbroker --node.id=2 ...      flags without a subcommand also mean serve
+//	kbroker version              print the version
+//
+// Exit status: 0 after a clean shutdown, 1 if the broker failed, 2 for bad
+// flags or configuration.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/config"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1 // the broker failed
+	exitUsage   = 2 // bad command line or configuration
+)
+
+func main() {
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), run: broker.Run}
+	os.Exit(a.execute(context.Background(), os.Args[1:]))
+}
+
+// runFunc starts a broker and serves until ctx is cancelled (broker.Run).
+type runFunc func(ctx context.Context, cfg *config.Config, log *slog.Logger) error
+
+// app is what the command needs from its process, so tests can run it in
+// process with their own streams, environment and broker.
+type app struct {
+	stdout, stderr io.Writer
+	environ        []string // KEY=VALUE, for KBROKER_* config
+	run            runFunc
+}
+
+// configError is a bad configuration: exit status 2.
+type configError struct{ err error }
+
+func (e *configError) Error() string { return e.err.Error() }
+func (e *configError) Unwrap() error { return e.err }
+
+// runError is the broker failing: exit status 1. It has been logged.
+type runError struct{ err error }
+
+func (e *runError) Error() string { return e.err.Error() }
+func (e *runError) Unwrap() error { return e.err }
+
+// execute runs the command line args and returns the exit status.
+func (a *app) execute(ctx context.Context, args []string) int {
+	root := a.rootCmd()
+	root.SetArgs(withDefaultCommand(args))
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.ExecuteContext(ctx)
+	var cfgErr *configError
+	var runErr *runError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &runErr):
+		return exitFailure
+	case errors.As(err, &cfgErr):
+		fmt.Fprintln(a.stderr, err)
+		return exitUsage
+	default:
+		fmt.Fprintf(a.stderr, "kbroker: %v\nRun 'kbroker --help' or 'kbroker serve --help' for usage.\n", err)
+		return exitUsage
+	}
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "kbroker",
+		Short: "A Kafka-wire-compatible broker",
+		Long: "kbroker is a Kafka broker: any Kafka client works with it unchanged.\n\n" +
+			"Without a subcommand it runs 'serve'. Configuration comes from defaults, a\n" +
+			"--config file (YAML, TOML or Kafka server.properties), KBROKER_* environment\n" +
+			"variables (KBROKER_LOG_DIRS for log.dirs) and flags, each overriding the last.",
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	// One file per subcommand: serve.go, version.go (later plan.go, demo.go).
+	root.AddCommand(a.serveCmd(), a.versionCmd())
+	return root
+}
+
+// withDefaultCommand makes serve the default subcommand: no arguments, or
+// flags first (kbroker --node.id=2), mean kbroker serve. Help and version
+// flags stay the root's.
+func withDefaultCommand(args []string) []string {
+	if len(args) == 0 {
+		return []string{"serve"}
+	}
+	switch first := args[0]; {
+	case first == "-h" || first == "--help" || first == "--version":
+		return args
+	case strings.HasPrefix(first, "-"):
+		return append([]string{"serve"}, args...)
+	}
+	return args
+}
