@@ -291,3 +291,5 @@ func checkContiguous(t testing.TB, hs []BatchHeader, from, to int64) {
 		t.Fatalf("batches end at %d, expected %d", next, to)
 	}
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

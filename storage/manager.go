@@ -1,0 +1,659 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ManagerOptions configure a Manager. Zero values take defaults.
+type ManagerOptions struct {
+	Logger *slog.Logger
+	Now    func() time.Time
+	// FlushCheckInterval: how often logs are checked for flush.ms and for
+	// rolled segments to flush (default 1s).
+	FlushCheckInterval time.Duration
+	// RetentionCheckInterval: log.retention.check.interval.ms (default 5m).
+	RetentionCheckInterval time.Duration
+	// CheckpointInterval: how often the checkpoint files are written
+	// (default 60s, Kafka's log.flush.offset.checkpoint.interval.ms).
+	CheckpointInterval time.Duration
+	// ProducerIDExpiration: producer.id.expiration.ms, applied with
+	// retention (default 24h; negative disables).
+	ProducerIDExpiration time.Duration
+	// Fallocate and MaxMappedSegments are passed to every log (LogOptions).
+	Fallocate         func(f *os.File, offset, length int64) error
+	MaxMappedSegments int
+
+	// newTicker replaces time.NewTicker in tests.
+	newTicker func(d time.Duration) (<-chan time.Time, func())
+}
+
+func (o ManagerOptions) withDefaults() ManagerOptions {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.FlushCheckInterval <= 0 {
+		o.FlushCheckInterval = time.Second
+	}
+	if o.RetentionCheckInterval <= 0 {
+		o.RetentionCheckInterval = 5 * time.Minute
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = time.Minute
+	}
+	if o.ProducerIDExpiration == 0 {
+		o.ProducerIDExpiration = 24 * time.Hour
+	}
+	if o.newTicker == nil {
+		o.newTicker = func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
+		}
+	}
+	return o
+}
+
+// PartitionDir is a partition directory found in a log dir at startup.
+type PartitionDir struct {
+	TopicPartition
+	TopicID [16]byte // from partition.metadata; zero if absent
+	Dir     string   // the partition directory
+}
+
+// dirState is what the manager knows of one log dir: the checkpoint
+// values read at startup (kept for partitions not opened yet) and whether
+// the previous shutdown was clean.
+type dirState struct {
+	path           string
+	clean          bool
+	recoveryPoints map[TopicPartition]int64
+	highWatermarks map[TopicPartition]int64
+	logStarts      map[TopicPartition]int64
+	// recoveryUnknown: the recovery point checkpoint was unreadable, so
+	// every log of the dir is fully recovered.
+	recoveryUnknown bool
+}
+
+// managedLog is an open log and the log dir holding it.
+type managedLog struct {
+	log *Log
+	dir *dirState
+	id  [16]byte
+}
+
+// Manager owns the log dirs: it opens, creates and deletes partition logs,
+// writes Kafka's per-dir checkpoint files and the clean-shutdown marker,
+// and runs one background goroutine (Run) for flush.ms, retention and
+// checkpoints, stopped by Close.
+//
+// Locking: openMu serialises Open, Delete and Close (they do disk work);
+// mu guards the maps and is held only briefly. Order: openMu -> mu;
+// checkpointMu is taken without mu.
+type Manager struct {
+	opts   ManagerOptions
+	logger *slog.Logger
+	dirs   []*dirState
+
+	openMu       sync.Mutex
+	checkpointMu sync.Mutex // serialises checkpoint file writes
+
+	mu     sync.Mutex // guards the following
+	logs   map[TopicPartition]*managedLog
+	onDisk map[TopicPartition]PartitionDir // found at startup, not open
+	found  []PartitionDir                  // everything found at startup
+	closed bool
+	// stopping is set by Close before it stops the loop; Run does not
+	// start once it is set.
+	stopping bool
+
+	runOnce  sync.Once
+	stopOnce sync.Once
+	stop     chan struct{} // closed by Close
+	done     chan struct{} // closed when the loop exits (if it ran)
+	running  bool          // guarded by mu
+}
+
+// NewManager opens the log dirs: reads their checkpoints, notes and
+// removes the clean-shutdown marker, and lists the partition directories.
+// Logs are opened by Open.
+func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("storage: no log dirs")
+	}
+	opts = opts.withDefaults()
+	m := &Manager{
+		opts: opts, logger: opts.Logger,
+		logs: map[TopicPartition]*managedLog{}, onDisk: map[TopicPartition]PartitionDir{},
+		stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	for _, d := range dirs {
+		ds, err := m.loadDir(d)
+		if err != nil {
+			return nil, err
+		}
+		m.dirs = append(m.dirs, ds)
+		if err := m.scanPartitions(ds); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// loadDir reads the checkpoint files and the clean-shutdown marker of dir.
+// An unreadable checkpoint is logged and replaced by a safe fallback:
+// recovery point unknown means full recovery; HW and log start offsets
+// default to 0 (the log start is then the first segment).
+func (m *Manager) loadDir(path string) (*dirState, error) {
+	if err := os.MkdirAll(path, 0o755); err != nil {
+		return nil, fmt.Errorf("storage: create log dir: %w", err)
+	}
+	ds := &dirState{path: path}
+	read := func(name string) map[TopicPartition]int64 {
+		v, err := readOffsetCheckpoint(filepath.Join(path, name))
+		if err != nil {
+			m.logger.Warn("storage: unreadable checkpoint file; falling back", "file", filepath.Join(path, name), "err", err)
+			if name == RecoveryPointCheckpointFile {
+				ds.recoveryUnknown = true
+			}
+			return map[TopicPartition]int64{}
+		}
+		return v
+	}
+	ds.recoveryPoints = read(RecoveryPointCheckpointFile)
+	ds.highWatermarks = read(ReplicationCheckpointFile)
+	ds.logStarts = read(LogStartOffsetCheckpointFile)
+	marker := filepath.Join(path, CleanShutdownFile)
+	if _, err := os.Stat(marker); err == nil {
+		ds.clean = !ds.recoveryUnknown
+		if err := os.Remove(marker); err != nil {
+			return nil, fmt.Errorf("storage: remove clean shutdown marker: %w", err)
+		}
+		if err := syncDir(path); err != nil {
+			return nil, err
+		}
+	}
+	if ds.recoveryUnknown {
+		m.logger.Warn("storage: recovery point unknown; every log in the dir will be fully recovered", "dir", path)
+	}
+	return ds, nil
+}
+
+// parsePartitionDirName splits "<topic>-<partition>". Names that do not
+// parse (and Kafka's -delete/-future/-stray dirs, and the controller's
+// __cluster_metadata-0) are not partition logs.
+func parsePartitionDirName(name string) (TopicPartition, bool) {
+	if name == "__cluster_metadata-0" {
+		return TopicPartition{}, false
+	}
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 || i == len(name)-1 {
+		return TopicPartition{}, false
+	}
+	p, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || p < 0 || strconv.FormatInt(p, 10) != name[i+1:] {
+		return TopicPartition{}, false
+	}
+	topic := name[:i]
+	if len(topic) > 249 {
+		return TopicPartition{}, false
+	}
+	for _, c := range topic {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return TopicPartition{}, false
+		}
+	}
+	return TopicPartition{Topic: topic, Partition: int32(p)}, true
+}
+
+// scanPartitions lists the partition dirs of ds, removing leftovers of
+// interrupted deletions (our "<name>.<hex>-delete" dirs).
+func (m *Manager) scanPartitions(ds *dirState) error {
+	des, err := os.ReadDir(ds.path)
+	if err != nil {
+		return fmt.Errorf("storage: list log dir: %w", err)
+	}
+	for _, de := range des {
+		if !de.IsDir() {
+			continue
+		}
+		name := de.Name()
+		full := filepath.Join(ds.path, name)
+		if strings.HasSuffix(name, "-delete") && strings.Contains(name, ".") {
+			m.logger.Info("storage: removing partition dir left by an interrupted delete", "dir", full)
+			if err := os.RemoveAll(full); err != nil {
+				return fmt.Errorf("storage: remove %s: %w", full, err)
+			}
+			continue
+		}
+		tp, ok := parsePartitionDirName(name)
+		if !ok {
+			continue
+		}
+		if prev, dup := m.onDisk[tp]; dup {
+			return fmt.Errorf("storage: partition %s found in both %s and %s", tp, prev.Dir, full)
+		}
+		id, err := readPartitionMetadata(full)
+		if err != nil {
+			m.logger.Warn("storage: unreadable partition.metadata", "dir", full, "err", err)
+		}
+		pd := PartitionDir{TopicPartition: tp, TopicID: id, Dir: full}
+		m.onDisk[tp] = pd
+		m.found = append(m.found, pd)
+	}
+	return nil
+}
+
+// OnDisk lists the partitions found in the log dirs at startup, with their
+// topic ids (zero when partition.metadata is absent).
+func (m *Manager) OnDisk() []PartitionDir {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := append([]PartitionDir(nil), m.found...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
+	return out
+}
+
+// TopicID returns the topic id recorded for an open or on-disk partition.
+func (m *Manager) TopicID(tp TopicPartition) ([16]byte, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ml, ok := m.logs[tp]; ok {
+		return ml.id, true
+	}
+	pd, ok := m.onDisk[tp]
+	return pd.TopicID, ok
+}
+
+// Get returns the open log of tp.
+func (m *Manager) Get(tp TopicPartition) (*Log, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ml, ok := m.logs[tp]
+	if !ok {
+		return nil, false
+	}
+	return ml.log, true
+}
+
+// All returns every open log.
+func (m *Manager) All() []*Log {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Log, 0, len(m.logs))
+	for _, ml := range m.logs {
+		out = append(out, ml.log)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].dir < out[j].dir })
+	return out
+}
+
+// Open returns the log of tp, opening it from disk (with recovery) or
+// creating it in the log dir holding the fewest partitions. A new log gets
+// a partition.metadata file with topicID (unless zero); an existing one
+// whose file names another topic id fails with ErrInconsistentTopicID (a
+// stale log of a deleted topic of the same name). Opening an open log
+// applies cfg and returns it.
+func (m *Manager) Open(tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log, error) {
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrLogClosed
+	}
+	if ml, ok := m.logs[tp]; ok {
+		m.mu.Unlock()
+		if !sameTopicID(ml.id, topicID) {
+			return nil, fmt.Errorf("%w: %s has topic id %x, asked for %x", ErrInconsistentTopicID, tp, ml.id, topicID)
+		}
+		return ml.log, ml.log.UpdateConfig(cfg)
+	}
+	ds, dir := m.placeLocked(tp)
+	m.mu.Unlock()
+
+	id, err := m.ensurePartitionMetadata(dir, topicID)
+	if err != nil {
+		return nil, err
+	}
+	l, err := OpenLog(dir, cfg, m.stateFor(ds, tp), m.logOptions())
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.logs[tp] = &managedLog{log: l, dir: ds, id: id}
+	delete(m.onDisk, tp)
+	m.mu.Unlock()
+	return l, nil
+}
+
+func sameTopicID(a, b [16]byte) bool { return a == b || a == [16]byte{} || b == [16]byte{} }
+
+// placeLocked picks the dir of tp: where it is on disk, else the log dir
+// with the fewest partitions. Must be called with mu held.
+func (m *Manager) placeLocked(tp TopicPartition) (*dirState, string) {
+	if pd, ok := m.onDisk[tp]; ok {
+		for _, ds := range m.dirs {
+			if filepath.Dir(pd.Dir) == filepath.Clean(ds.path) {
+				return ds, pd.Dir
+			}
+		}
+	}
+	count := map[*dirState]int{}
+	for _, ml := range m.logs {
+		count[ml.dir]++
+	}
+	for _, pd := range m.onDisk {
+		for _, ds := range m.dirs {
+			if filepath.Dir(pd.Dir) == filepath.Clean(ds.path) {
+				count[ds]++
+			}
+		}
+	}
+	best := m.dirs[0]
+	for _, ds := range m.dirs[1:] {
+		if count[ds] < count[best] {
+			best = ds
+		}
+	}
+	return best, filepath.Join(best.path, tp.String())
+}
+
+// stateFor builds the LogState of tp from the dir's checkpoints.
+func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
+	st := LogState{
+		RecoveryPoint:  ds.recoveryPoints[tp],
+		LogStartOffset: ds.logStarts[tp],
+		HighWatermark:  ds.highWatermarks[tp],
+		CleanShutdown:  ds.clean,
+	}
+	if ds.recoveryUnknown {
+		st.RecoveryPoint, st.CleanShutdown = 0, false
+	}
+	return st
+}
+
+func (m *Manager) logOptions() LogOptions {
+	return LogOptions{Now: m.opts.Now, Logger: m.logger, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments}
+}
+
+// ensurePartitionMetadata checks or writes dir/partition.metadata and
+// returns the topic id in force.
+func (m *Manager) ensurePartitionMetadata(dir string, topicID [16]byte) ([16]byte, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return topicID, fmt.Errorf("storage: create partition dir: %w", err)
+	}
+	have, err := readPartitionMetadata(dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		m.logger.Warn("storage: rewriting unreadable partition.metadata", "dir", dir, "err", err)
+	}
+	if have != [16]byte{} && topicID != [16]byte{} && have != topicID {
+		return have, fmt.Errorf("%w: %s holds topic id %s, asked for %s", ErrInconsistentTopicID, dir,
+			encodeTopicID(have), encodeTopicID(topicID))
+	}
+	if have != [16]byte{} || topicID == [16]byte{} {
+		return have, nil
+	}
+	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", encodeTopicID(topicID))
+	return topicID, writeFileAtomic(filepath.Join(dir, PartitionMetadataFile), []byte(data))
+}
+
+// encodeTopicID renders a UUID as Kafka does (URL-safe base64, no padding).
+func encodeTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// readPartitionMetadata parses Kafka's partition.metadata:
+//
+//	version: 0
+//	topic_id: <base64url uuid>
+func readPartitionMetadata(dir string) ([16]byte, error) {
+	var id [16]byte
+	data, err := os.ReadFile(filepath.Join(dir, PartitionMetadataFile))
+	if err != nil {
+		return id, err
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 || strings.TrimSpace(lines[0]) != "version: 0" || !strings.HasPrefix(lines[1], "topic_id: ") {
+		return id, fmt.Errorf("%w: partition.metadata %q", ErrCorruptCheckpoint, data)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(strings.TrimSpace(strings.TrimPrefix(lines[1], "topic_id: ")))
+	if err != nil || len(raw) != 16 {
+		return id, fmt.Errorf("%w: partition.metadata topic id %q", ErrCorruptCheckpoint, lines[1])
+	}
+	copy(id[:], raw)
+	return id, nil
+}
+
+// Delete closes and removes the log of tp (open or only on disk). The
+// directory is first renamed to "<name>.<random>-delete" so that a crash
+// cannot leave a half-deleted log that looks alive. Unknown partitions are
+// a no-op.
+func (m *Manager) Delete(tp TopicPartition) error {
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	m.mu.Lock()
+	ml, open := m.logs[tp]
+	pd, onDisk := m.onDisk[tp]
+	delete(m.logs, tp)
+	delete(m.onDisk, tp)
+	m.found = removePartitionDir(m.found, tp)
+	for _, ds := range m.dirs {
+		delete(ds.recoveryPoints, tp)
+		delete(ds.highWatermarks, tp)
+		delete(ds.logStarts, tp)
+	}
+	m.mu.Unlock()
+	var dir string
+	var errs []error
+	switch {
+	case open:
+		dir = ml.log.Dir()
+		if err := ml.log.Close(); err != nil && !errors.Is(err, ErrLogFailed) {
+			errs = append(errs, err)
+		}
+	case onDisk:
+		dir = pd.Dir
+	default:
+		return nil
+	}
+	var suffix [8]byte
+	rand.Read(suffix[:])
+	tomb := fmt.Sprintf("%s.%s-delete", dir, hex.EncodeToString(suffix[:]))
+	if err := os.Rename(dir, tomb); err != nil {
+		return errors.Join(append(errs, fmt.Errorf("storage: rename %s for deletion: %w", dir, err))...)
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		errs = append(errs, err)
+	}
+	if err := os.RemoveAll(tomb); err != nil {
+		errs = append(errs, fmt.Errorf("storage: remove %s: %w", tomb, err))
+	}
+	m.logger.Info("storage: deleted partition log", "partition", tp.String())
+	return errors.Join(errs...)
+}
+
+func removePartitionDir(list []PartitionDir, tp TopicPartition) []PartitionDir {
+	out := list[:0:0]
+	for _, pd := range list {
+		if pd.TopicPartition != tp {
+			out = append(out, pd)
+		}
+	}
+	return out
+}
+
+// WriteCheckpoints writes the recovery point, replication (HW) and log
+// start offset checkpoints of every log dir. Partitions found at startup
+// and not opened keep the values read then.
+func (m *Manager) WriteCheckpoints() error {
+	m.checkpointMu.Lock()
+	defer m.checkpointMu.Unlock()
+	m.mu.Lock()
+	type values struct{ rp, hw, lso map[TopicPartition]int64 }
+	byDir := map[*dirState]*values{}
+	for _, ds := range m.dirs {
+		v := &values{rp: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, lso: map[TopicPartition]int64{}}
+		for tp := range m.onDisk {
+			if pd := m.onDisk[tp]; filepath.Dir(pd.Dir) == filepath.Clean(ds.path) {
+				if rp, ok := ds.recoveryPoints[tp]; ok && !ds.recoveryUnknown {
+					v.rp[tp] = rp
+				}
+				if hw, ok := ds.highWatermarks[tp]; ok {
+					v.hw[tp] = hw
+				}
+				if lso, ok := ds.logStarts[tp]; ok {
+					v.lso[tp] = lso
+				}
+			}
+		}
+		byDir[ds] = v
+	}
+	for tp, ml := range m.logs {
+		v := byDir[ml.dir]
+		v.rp[tp], v.hw[tp], v.lso[tp] = ml.log.RecoveryPoint(), ml.log.HighWatermark(), ml.log.LogStartOffset()
+	}
+	m.mu.Unlock()
+	var errs []error
+	for _, ds := range m.dirs {
+		v := byDir[ds]
+		for name, offsets := range map[string]map[TopicPartition]int64{
+			RecoveryPointCheckpointFile: v.rp, ReplicationCheckpointFile: v.hw, LogStartOffsetCheckpointFile: v.lso,
+		} {
+			if err := writeOffsetCheckpoint(filepath.Join(ds.path, name), offsets); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Start runs the background loop until Close: Run(context.Background()).
+func (m *Manager) Start() { m.Run(context.Background()) }
+
+// Run starts the manager's background goroutine (once; later calls do
+// nothing). It flushes logs whose flush.ms elapsed (and rolled segments),
+// applies retention every RetentionCheckInterval and writes checkpoints
+// every CheckpointInterval, until ctx is done or Close is called.
+func (m *Manager) Run(ctx context.Context) {
+	m.runOnce.Do(func() {
+		m.mu.Lock()
+		if m.stopping {
+			m.mu.Unlock()
+			return
+		}
+		m.running = true
+		m.mu.Unlock()
+		flushC, stopFlush := m.opts.newTicker(m.opts.FlushCheckInterval)
+		retentionC, stopRetention := m.opts.newTicker(m.opts.RetentionCheckInterval)
+		checkpointC, stopCheckpoint := m.opts.newTicker(m.opts.CheckpointInterval)
+		go func() {
+			defer close(m.done)
+			defer stopFlush()
+			defer stopRetention()
+			defer stopCheckpoint()
+			m.loop(ctx, flushC, retentionC, checkpointC)
+		}()
+	})
+}
+
+func (m *Manager) loop(ctx context.Context, flushC, retentionC, checkpointC <-chan time.Time) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.stop:
+			return
+		case <-flushC:
+			m.flushPass(m.opts.Now())
+		case <-retentionC:
+			m.retentionPass(m.opts.Now())
+		case <-checkpointC:
+			if err := m.WriteCheckpoints(); err != nil {
+				m.logger.Error("storage: writing checkpoints failed", "err", err)
+			}
+		}
+	}
+}
+
+// flushPass flushes every log whose flush is due.
+func (m *Manager) flushPass(now time.Time) {
+	for _, l := range m.All() {
+		if err := l.flushIfDue(now); err != nil && !errors.Is(err, ErrLogClosed) {
+			m.logger.Error("storage: flush failed", "log", l.Dir(), "err", err)
+		}
+	}
+}
+
+// retentionPass applies retention and producer id expiration to every log.
+func (m *Manager) retentionPass(now time.Time) {
+	for _, l := range m.All() {
+		if _, err := l.DeleteOldSegments(now); err != nil && !errors.Is(err, ErrLogClosed) {
+			m.logger.Error("storage: retention failed", "log", l.Dir(), "err", err)
+		}
+		if m.opts.ProducerIDExpiration > 0 {
+			l.ProducerIDExpire(now, m.opts.ProducerIDExpiration)
+		}
+	}
+}
+
+// Close stops the background loop, closes every log (flush, trim,
+// producer snapshot), writes the checkpoints and, in each log dir whose logs
+// all closed cleanly, the clean-shutdown marker.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.stopping = true
+	running := m.running
+	m.mu.Unlock()
+	m.stopOnce.Do(func() { close(m.stop) })
+	if running {
+		<-m.done
+	}
+	m.openMu.Lock()
+	defer m.openMu.Unlock()
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	logs := make([]*managedLog, 0, len(m.logs))
+	for _, ml := range m.logs {
+		logs = append(logs, ml)
+	}
+	m.mu.Unlock()
+	var errs []error
+	unclean := map[*dirState]bool{}
+	for _, ml := range logs {
+		if err := ml.log.Close(); err != nil {
+			errs = append(errs, err)
+			unclean[ml.dir] = true
+		}
+	}
+	ckErr := m.WriteCheckpoints()
+	if ckErr != nil {
+		errs = append(errs, ckErr)
+	}
+	for _, ds := range m.dirs {
+		if unclean[ds] || ckErr != nil {
+			continue
+		}
+		if err := writeFileAtomic(filepath.Join(ds.path, CleanShutdownFile), nil); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
