@@ -357,7 +357,25 @@ func (l *Log) sanityCheck(s *segment, last bool, nextBase int64) error {
 		s.nextOffset.Store(nextBase)
 		return nil
 	}
-	return checkTail(s, f, lastIdx.Position, size)
+	if err := checkTail(s, f, lastIdx.Position, size); err != nil {
+		return err
+	}
+	// The last segment becomes active and is read at once: check its
+	// indexes fully now.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.index.openReadOnly(); err != nil {
+		return err
+	}
+	defer s.index.close()
+	if err := s.timeIndex.openReadOnly(); err != nil {
+		return err
+	}
+	defer s.timeIndex.close()
+	if err := s.index.check(size); err != nil {
+		return err
+	}
+	return s.timeIndex.check(s.nextOffset.Load())
 }
 
 // lastIndexEntry validates the offset index file's shape and last entry.
