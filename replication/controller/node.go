@@ -374,6 +374,9 @@ func (n *Node) runActive(ctx context.Context) {
 			return
 		}
 	}
+	if ctx.Err() != nil {
+		return
+	}
 	n.active.Store(c)
 	n.log.Info("active controller", "term", n.raft.CurrentTerm(), "applied", n.Image().AppliedIndex)
 	c.run(ctx)

@@ -411,3 +411,35 @@ func TestHandleWhenNotActive(t *testing.T) {
 		t.Fatalf("api versions v9 over the wire: %v %+v", err, resp)
 	}
 }
+
+// A broker that stops heartbeating (its process died) while the controller
+// stays up is fenced after broker.session.timeout.ms and loses its ISR
+// memberships and leaderships.
+func TestSilentBrokerFenced(t *testing.T) {
+	c := startCluster(t, 3)
+	active := c.waitActive()
+	createTopic(t, active, "t", 6, 3)
+	victim := c.nonActive().opts.NodeID
+	if !active.Image().leads(victim) {
+		t.Fatalf("broker %d leads nothing: placement", victim)
+	}
+	start := time.Now()
+	c.kill(victim)
+	c.converged("silent broker fenced", func(img *Image) bool {
+		if !img.Brokers[victim].Fenced {
+			return false
+		}
+		for _, p := range img.Topics["t"].Partitions {
+			if p.Leader == victim || p.Leader == NoLeader || slices.Contains(p.ISR, victim) {
+				return false
+			}
+		}
+		return true
+	})
+	if !active.IsActive() {
+		t.Fatal("controller changed")
+	}
+	if d := time.Since(start); d < active.opts.BrokerSessionTimeout-active.opts.BrokerHeartbeatInterval {
+		t.Fatalf("fenced after %v, before the %v session timeout", d, active.opts.BrokerSessionTimeout)
+	}
+}
