@@ -181,6 +181,7 @@ func (c *controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistr
 	case req.BrokerID < 0:
 		return nil, kerr.InvalidRequest.Code, nil
 	case req.ClusterID != "" && req.ClusterID != img.ClusterID:
+		// An empty id is accepted: a joining non-voter has no log yet.
 		c.log.Warn("registration with another cluster id refused", "broker", req.BrokerID, "cluster", req.ClusterID, "ours", img.ClusterID)
 		return nil, kerr.InconsistentClusterID.Code, nil
 	}

@@ -256,9 +256,12 @@ func (c *controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		st.Topic, st.NumPartitions, st.ReplicationFactor = rt.Topic, -1, -1
 		var rec *createTopicRecord
 		var e *apiError
-		if dup[rt.Topic] {
+		switch {
+		case dup[rt.Topic]:
 			e = newAPIError(kerr.InvalidRequest, "Duplicate topic name.")
-		} else {
+		case rt.Topic == metadataTopic:
+			e = newAPIError(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", metadataTopic)
+		default:
 			rec, e = tp.plan(rt)
 		}
 		if e != nil {

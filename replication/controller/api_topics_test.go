@@ -85,6 +85,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 		{topic{name: "bad/name", n: 1, rf: 1}, kerr.InvalidTopicException, "ASCII alphanumerics"},
 		{topic{name: strings.Repeat("x", 249), n: 1, rf: 1}, nil, ""},
 		{topic{name: "exists", n: 1, rf: 1}, kerr.TopicAlreadyExists, "already exists"},
+		{topic{name: "__cluster_metadata", n: 1, rf: 1}, kerr.InvalidRequest, "prohibited"},
 		{topic{name: "a_b", n: 1, rf: 1}, kerr.InvalidTopicException, "collides"},
 		{topic{name: "rf3", n: 1, rf: 3}, kerr.InvalidReplicationFactor, "only 2 broker(s)"},
 		{topic{name: "rf0", n: 1, rf: 0}, kerr.InvalidReplicationFactor, "larger than 0"},
