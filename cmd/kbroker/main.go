@@ -4,6 +4,7 @@
 //	kbroker serve [flags]        the same, with any config key as a flag (--log.dirs=/x)
 //	kbroker --node.id=2 ...      flags without a subcommand also mean serve
 //	kbroker version              print the version
+//	kbroker plan [flags]         estimate brokers, storage and partitions for a workload
 //
 // Exit status: 0 after a clean shutdown, 1 if the broker failed, 2 for bad
 // flags or configuration.
@@ -94,8 +95,8 @@ func (a *app) rootCmd() *cobra.Command {
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	// One file per subcommand: serve.go, version.go (later plan.go, demo.go).
-	root.AddCommand(a.serveCmd(), a.versionCmd())
+	// One file per subcommand: serve.go, version.go, plan.go (later demo.go).
+	root.AddCommand(a.serveCmd(), a.versionCmd(), a.planCmd())
 	return root
 }
 
