@@ -263,6 +263,7 @@ func (s *segment) reserveLog(n int64) error {
 	if err := s.env.allocate(s.file, s.allocated, target-s.allocated, true); err != nil {
 		return err
 	}
+	prefault(s.data[s.allocated/pageSize*pageSize : target])
 	s.allocated = target
 	return nil
 }

@@ -1,0 +1,80 @@
+package storage
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+)
+
+func benchLog(b *testing.B) *Log {
+	cfg := DefaultLogConfig()
+	cfg.SegmentBytes = 64 << 20
+	l, err := OpenLog(filepath.Join(b.TempDir(), "bench-0"), cfg, LogState{}, LogOptions{Logger: discardLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { l.Close() })
+	return l
+}
+
+// BenchmarkAppend appends 1 KiB produce batches (validation, offset
+// assignment, copy into the mapping, indexes), rolling 64 MiB segments.
+func BenchmarkAppend(b *testing.B) {
+	l := benchLog(b)
+	batch := batchOfSize(b, 1024, 1)
+	b.SetBytes(int64(len(batch)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := l.AppendAsLeader(batch, 0, AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRead fetches 1 MiB at a time through 32 MiB of 1 KiB batches.
+func BenchmarkRead(b *testing.B) {
+	l := benchLog(b)
+	batch := batchOfSize(b, 1024, 1)
+	for i := 0; i < 32<<10; i++ {
+		if _, err := l.AppendAsLeader(batch, 0, AppendOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	leo := l.LogEndOffset()
+	b.ReportAllocs()
+	b.SetBytes(1 << 20)
+	off := int64(0)
+	for b.Loop() {
+		res, err := l.Read(off, 1<<20, math.MaxInt64, true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		off = res.NextOffset
+		res.Release()
+		if off >= leo {
+			off = 0
+		}
+	}
+}
+
+func BenchmarkValidateBatch(b *testing.B) {
+	for _, size := range []int{1 << 10, 16 << 10} {
+		batch := batchOfSize(b, size, 1)
+		b.Run(formatSize(size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := ValidateProduceBatch(batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func formatSize(n int) string {
+	if n >= 1<<10 {
+		return itoa(int64(n>>10)) + "KiB"
+	}
+	return itoa(int64(n)) + "B"
+}
