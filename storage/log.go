@@ -210,11 +210,10 @@ func (l *Log) RecoveryPoint() int64 { return l.recoveryPoint.Load() }
 func (l *Log) EpochCache() *EpochCache { return l.epochs }
 
 // SetHighWatermark stores the HW, clamped to [LogStartOffset,
-// LogEndOffset] like Kafka's updateHighWatermark. It returns the stored
-// value. Retention never deletes at or beyond it.
+// LogEndOffset] like Kafka's updateHighWatermark, and returns the stored
+// value. It takes no lock (replication calls it on the fetch path);
+// truncation clamps it again. Retention never deletes at or beyond it.
 func (l *Log) SetHighWatermark(hw int64) int64 {
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
 	hw = max(min(hw, l.logEndOffset.Load()), l.logStartOffset.Load())
 	l.highWatermark.Store(hw)
 	return hw
@@ -398,7 +397,20 @@ func (l *Log) appendAsLeader(buf []byte, p *parsedAppend, leaderEpoch int32, opt
 	}
 	flush := l.publishAppendLocked(info.LastOffset+1, p.records)
 	info.LogStartOffset = l.logStartOffset.Load()
-	return info, flush, epochErr
+	return info, flush, l.failOnEpochErrorLocked(epochErr)
+}
+
+// failOnEpochErrorLocked makes a failed epoch checkpoint write sticky: the
+// batches are written but the epoch cache on disk is behind, which would
+// break OffsetForLeaderEpoch after a restart. Must be called with appendMu
+// held.
+func (l *Log) failOnEpochErrorLocked(err error) error {
+	if err == nil {
+		return nil
+	}
+	l.failed = err
+	l.logger.Error("storage: leader epoch checkpoint write failed; log refuses writes", "err", err)
+	return fmt.Errorf("%w: %w", ErrLogFailed, err)
 }
 
 // AppendAsFollower appends batches fetched from the leader: offsets and
@@ -450,7 +462,7 @@ func (l *Log) appendAsFollower(buf []byte, p *parsedAppend) (AppendInfo, bool, e
 	}
 	flush := l.publishAppendLocked(info.LastOffset+1, p.records)
 	info.LogStartOffset = l.logStartOffset.Load()
-	return info, flush, epochErr
+	return info, flush, l.failOnEpochErrorLocked(epochErr)
 }
 
 // publishAppendLocked moves the log end offset and reports whether

@@ -167,7 +167,7 @@ func createSegment(dir string, base int64, p segmentParams, env *fileEnv, now ti
 func (s *segment) activate(p segmentParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.unmapLocked()
+	s.freeLocked()
 	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("storage: open segment: %w", err)
@@ -235,7 +235,7 @@ func (s *segment) deactivate() error {
 		return nil
 	}
 	ts, off := s.maxTimestampAndOffset()
-	if ts >= 0 {
+	if ts >= 0 && s.timeIndex.reserve(1) == nil {
 		// The slot was kept free by the roll check (timeIndex.isFull(n+1)).
 		s.timeIndex.maybeAppend(ts, off)
 	}

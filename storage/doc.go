@@ -1,0 +1,170 @@
+// Package storage is the partition log of kbroker: segments of record
+// batches in Kafka's exact on-disk format, sparse offset and time indexes,
+// crash recovery, retention, the per-log-dir checkpoint files, the leader
+// epoch cache and idempotent-producer state. The replication layer drives
+// it; it knows nothing of requests.
+//
+// # Directory layout (as Kafka)
+//
+//	<log.dir>/
+//	  recovery-point-offset-checkpoint   offsets below which data is on disk
+//	  replication-offset-checkpoint      high watermarks
+//	  log-start-offset-checkpoint        log start offsets
+//	  .kafka_cleanshutdown               present only after a clean shutdown
+//	  __cluster_metadata-0/              not ours (controller); never touched
+//	  <topic>-<partition>/
+//	    00000000000000000000.log         batches exactly as on the wire
+//	    00000000000000000000.index       offset index of that segment
+//	    00000000000000000000.timeindex   time index of that segment
+//	    00000000000000000000.snapshot    producer state as of that offset
+//	    leader-epoch-checkpoint
+//	    partition.metadata               "version: 0\ntopic_id: <base64url>"
+//
+// File names are the segment's base offset (or the snapshot's offset) as
+// %020d. A deleted partition is renamed to "<topic>-<partition>.<hex>-delete"
+// before removal; leftovers are removed at startup.
+//
+// # Record batch v2 (.log content), big-endian
+//
+//	offset size field
+//	     0    8 baseOffset            set by the leader (SetBaseOffset; not in CRC)
+//	     8    4 batchLength           bytes after this field (size = batchLength+12)
+//	    12    4 partitionLeaderEpoch  set by the leader (not in CRC)
+//	    16    1 magic                 must be 2
+//	    17    4 crc                   CRC-32C (Castagnoli) of bytes 21..end
+//	    21    2 attributes            bits 0-2 compression (0 none, 1 gzip,
+//	                                  2 snappy, 3 lz4, 4 zstd), bit 3 timestamp
+//	                                  type (1 = LogAppendTime), bit 4
+//	                                  transactional, bit 5 control
+//	    23    4 lastOffsetDelta
+//	    27    8 baseTimestamp
+//	    35    8 maxTimestamp          LogAppendTime: the broker's time, and the
+//	                                  timestamp of every record
+//	    43    8 producerId            -1 if not idempotent
+//	    51    2 producerEpoch
+//	    53    4 baseSequence
+//	    57    4 recordCount
+//	    61    - records               possibly compressed; each record starts
+//	                                  with varint length, int8 attributes,
+//	                                  varlong timestampDelta, varint offsetDelta
+//
+// The append path never decodes records: it validates length, magic and CRC,
+// then writes baseOffset and partitionLeaderEpoch in place (outside the CRC)
+// and, for LogAppendTime, the attributes and maxTimestamp with a new CRC.
+// Records are decoded only to answer ListOffsets by timestamp and -3.
+//
+// # Offset index (.index): 8-byte entries
+//
+//	offset size field
+//	     0    4 relativeOffset   last offset of a batch - segment base offset
+//	     4    4 position         byte position of that batch in the .log
+//
+// An entry is added for a batch when more than index.interval.bytes of log
+// were appended since the previous entry (Kafka's LogSegment.append), so
+// entries are strictly increasing in both fields. Lookup(target) binary
+// searches the largest entry with offset <= target and scans batches from
+// its position.
+//
+// # Time index (.timeindex): 12-byte entries
+//
+//	offset size field
+//	     0    8 timestamp        largest batch maxTimestamp so far in the segment
+//	     8    4 relativeOffset   last offset of the batch that carried it
+//
+// Added with the offset index entries when the largest timestamp grew, and
+// once more when a segment is rolled or closed (Kafka's TimeIndex
+// .maybeAppend), so timestamps strictly increase and the last entry holds
+// the segment's largest timestamp.
+//
+// Both indexes of the active segment are preallocated to segment.index.bytes
+// with ftruncate (sparse, like Kafka), mapped read-write, and given disk
+// blocks with fallocate in 64 KiB steps ahead of the entries; a segment
+// rolls when an index is full. On roll or close they are trimmed to their
+// entries. Indexes are not checksummed: they are validated and rebuilt from
+// the log.
+//
+// # Segment data and memory mapping
+//
+// The active segment's .log is mapped read-write over its whole
+// segment.bytes (rounded to a page) once, so the mapping never moves; the
+// file grows under it by fallocate(mode 0) in chunks (min(segment.bytes,
+// 8 MiB) or PreallocateChunkBytes), so that disk full is ErrDiskFull from
+// the append, never a SIGBUS (with ftruncate growth as a fallback where
+// fallocate is unsupported). Appends copy into the mapping, then publish the
+// segment size and the log end offset, so readers never see a half-written
+// batch. On roll or close the file is truncated to its logical size.
+// Inactive segments are mapped read-only on first read; a log keeps at most
+// MaxMappedSegments of them mapped. Readers hold a reference on a segment
+// for as long as they use a slice of its mapping (ReadResult.Release);
+// unmapping, closing and deleting happen at the last release, and
+// truncation waits for the references to drop.
+//
+// # Checkpoint files (text, as Kafka)
+//
+//	0\n                      version
+//	<count>\n
+//	<topic> <partition> <offset>\n   (per-dir offset checkpoints)
+//	<epoch> <startOffset>\n          (leader-epoch-checkpoint)
+//
+// Every checkpoint, snapshot and partition.metadata is written atomically:
+// write <name>.tmp, fsync, rename, fsync the directory. A file that does not
+// parse (wrong version, count mismatch, no final newline) is treated as
+// missing, with a log line: an unreadable recovery point checkpoint means a
+// full recovery of the dir's logs.
+//
+// # Producer state snapshot (.snapshot), version 1, big-endian
+//
+//	offset size field
+//	     0    4 magic "KBPS"
+//	     4    2 version (1)
+//	     6    4 crc32c of everything after this field
+//	    10    4 count
+//	    14    - count entries:
+//	              producerId i64, epoch i16, lastTimestamp i64,
+//	              coordinatorEpoch i32, currentTxnFirstOffset i64,
+//	              nbatches u8, then nbatches x (firstSeq i32, lastSeq i32,
+//	              firstOffset i64, lastOffset i64, maxTimestamp i64)
+//
+// A snapshot named N holds the state after every batch below offset N. One
+// is written at every roll (N = the log end offset) and at close.
+//
+// # Recovery rules (OpenLog)
+//
+//  1. Stray files (*.cleaned, *.swap, *.deleted, *.tmp) and index files
+//     without a .log are deleted.
+//  2. After an unclean shutdown, every segment that may hold offsets at or
+//     after the recovery point is recovered: each batch's length, magic and
+//     CRC are checked and its offsets must increase within the segment's
+//     range; the file is truncated after the last valid batch and both
+//     indexes are rebuilt. A zero-filled preallocated tail is simply
+//     trimmed; any other invalid data (torn write, garbage, bad CRC) also
+//     deletes every later segment. Batches below the recovery point were
+//     fsynced and are never dropped unless corrupt.
+//  3. Other segments get Kafka's cheap sanity check: index files present
+//     with whole entries, the last offset index entry pointing at a batch
+//     boundary whose last offset it names, the last time index entry inside
+//     the segment. Failing segments are recovered as in 2. The last segment
+//     also has the batches after its last index entry CRC-checked and its
+//     indexes fully validated; other segments' indexes are fully validated
+//     when first mapped, and rebuilt from the log if corrupt.
+//  4. The log end offset is the end of the last valid batch; the log start
+//     offset is max(checkpoint, first segment); the high watermark is
+//     clamped into [log start, log end]. If the checkpointed log start is
+//     beyond the log end, the log restarts empty there.
+//  5. The leader epoch cache is loaded (rebuilt from the batch headers if
+//     missing or corrupt) and truncated to [log start, log end].
+//  6. Producer state: snapshots above the log end are deleted, the newest
+//     valid one at or below it is loaded (corrupt ones are deleted) and the
+//     batches after it are replayed from their headers. (Snapshots are only
+//     written once the data below them is in the log, and truncation removes
+//     later ones, so the newest one at or below the log end is consistent.)
+//
+// Progress is logged every RecoveryProgressEvery segments.
+//
+// # Concurrency
+//
+// Log methods are safe for concurrent use. Mutations serialise on the
+// log's append lock; reads take no log lock (see Log). Do not call
+// TruncateTo from a goroutine that holds an unreleased ReadResult of the
+// same log: it waits for that reader.
+package storage
