@@ -117,7 +117,7 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 	opts := storage.AppendOptions{}
 	if tc.MessageTimestampType == "LogAppendTime" {
 		opts.LogAppendTime = true
-		opts.Now = b.now().UnixMilli()
+		opts.Now = b.now()
 	}
 	info, err := part.AppendAsLeader(rp.Records, acks, opts)
 	var dup *storage.DuplicateBatchError

@@ -145,6 +145,8 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) *fetchRead {
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewFetchResponseTopicPartition()
 			op.Partition = rp.Partition
+			// Never null: librdkafka refuses a null record set.
+			op.RecordBatches = []byte{}
 			limit := min(int(rp.PartitionMaxBytes), budget)
 			n := b.readFetchPartition(view, r, name, replicaID, rp, int32(max(limit, 0)), minOne, &op, fr)
 			if n > 0 {
@@ -210,7 +212,9 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 	if res.Release != nil {
 		fr.releases = append(fr.releases, res.Release)
 	}
-	op.RecordBatches = res.Data
+	if len(res.Data) > 0 {
+		op.RecordBatches = res.Data
+	}
 	return len(res.Data)
 }
 

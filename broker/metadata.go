@@ -92,7 +92,9 @@ func (b *Broker) applyPartition(t *controller.Topic, p *controller.Partition, tc
 		return
 	}
 	part.SetMinISR(tc.MinInsyncReplicas)
-	part.Log().UpdateConfig(logCfg)
+	if err := part.Log().UpdateConfig(logCfg); err != nil {
+		b.logger.Warn("updating log config failed", "topic", t.Name, "partition", p.Index, "err", err)
+	}
 }
 
 // removeGonePartitions stops and deletes partitions whose topic was deleted

@@ -148,6 +148,11 @@ func (b *Broker) alterPartition(ctx context.Context, changes []replication.Alter
 		p := kmsg.NewAlterPartitionRequestTopicPartition()
 		p.Partition, p.LeaderEpoch, p.PartitionEpoch = c.Partition, c.LeaderEpoch, c.PartitionEpoch
 		p.NewISR = c.NewISR
+		// v3 carries broker epochs with the ISR (KIP-903); whichever version
+		// the forwarder settles on finds the ISR.
+		for _, id := range c.NewISR {
+			p.NewEpochISR = append(p.NewEpochISR, kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{BrokerID: id, BrokerEpoch: -1})
+		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
 	resp, err := b.ctrl.Forward(ctx, req)
@@ -165,7 +170,7 @@ func (b *Broker) alterPartition(ctx context.Context, changes []replication.Alter
 	got := make(map[key]replication.AlterISRResult)
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
-			got[key{t.TopicID, p.Partition}] = replication.AlterISRResult{
+			got[key{t.TopidID, p.Partition}] = replication.AlterISRResult{
 				ISR: p.ISR, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 				Err: kerr.ErrorForCode(p.ErrorCode),
 			}

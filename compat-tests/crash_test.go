@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // kill -9 the broker in the middle of an idempotent acks=all produce; after
@@ -125,21 +124,10 @@ func endOffsets(t *testing.T, seeds []string, topic string) map[int32]int64 {
 func checkBatchesIntact(t *testing.T, seeds []string, topic string, ends map[int32]int64) {
 	t.Helper()
 	cl := newClient(t, seeds)
+	id := topicID(t, newAdmin(t, seeds), topic)
 	for p, end := range ends {
 		for off := int64(0); off < end; {
-			req := kmsg.NewPtrFetchRequest()
-			req.SetVersion(11)
-			req.ReplicaID = -1
-			req.MaxBytes = 1 << 20
-			req.SessionEpoch = -1
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic = topic
-			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = p, off, 1<<20
-			rp.CurrentLeaderEpoch = -1
-			rt.Partitions = append(rt.Partitions, rp)
-			req.Topics = append(req.Topics, rt)
-			resp, err := req.RequestWith(ctxTimeout(t, 10*time.Second), cl)
+			resp, err := rawFetch(topic, id, p, off, 0, 1).RequestWith(ctxTimeout(t, 10*time.Second), cl)
 			must(t, err, "raw fetch %d@%d", p, off)
 			part := resp.Topics[0].Partitions[0]
 			if err := kerr.ErrorForCode(part.ErrorCode); err != nil {

@@ -10,14 +10,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func rawFetch(topic string, partition int32, offset int64, maxWait, minBytes int32) *kmsg.FetchRequest {
+// rawFetch builds a consumer fetch. kgo sends requests at the highest version
+// both sides support, so the topic is named by id as well as by name.
+func rawFetch(topic string, id [16]byte, partition int32, offset int64, maxWait, minBytes int32) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(11)
 	req.ReplicaID = -1
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes = maxWait, minBytes, 1<<20
 	req.SessionEpoch = -1
 	rt := kmsg.NewFetchRequestTopic()
-	rt.Topic = topic
+	rt.Topic, rt.TopicID = topic, id
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = partition, offset, 1<<20, -1
 	rt.Partitions = append(rt.Partitions, rp)
@@ -34,6 +35,7 @@ func TestFetchSemantics(t *testing.T) {
 	topic := newTopic(t, adm, 1, 1, nil)
 	cl := newClient(t, tg.seeds)
 	ctx := ctxTimeout(t, 60*time.Second)
+	id := topicID(t, adm, topic)
 
 	type result struct {
 		resp *kmsg.FetchResponse
@@ -41,7 +43,7 @@ func TestFetchSemantics(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp, err := rawFetch(topic, 0, 0, 30000, 1).RequestWith(ctx, newClient(t, tg.seeds))
+		resp, err := rawFetch(topic, id, 0, 0, 30000, 1).RequestWith(ctx, newClient(t, tg.seeds))
 		done <- result{resp, err}
 	}()
 	select {
@@ -64,19 +66,19 @@ func TestFetchSemantics(t *testing.T) {
 		t.Fatal("long-poll fetch not woken by the produce")
 	}
 
-	resp, err := rawFetch(topic, 0, 2, 0, 1).RequestWith(ctx, cl)
+	resp, err := rawFetch(topic, id, 0, 2, 0, 1).RequestWith(ctx, cl)
 	must(t, err, "fetch mid-batch")
 	got := resp.Topics[0].Partitions[0].RecordBatches
 	if len(got) != len(batch) || !bytes.Equal(got[21:], batch[21:]) {
 		t.Fatalf("fetch at offset 2 returned %d bytes, want the whole %d-byte batch", len(got), len(batch))
 	}
 
-	resp, err = rawFetch(topic, 0, 5, 0, 1).RequestWith(ctx, cl)
+	resp, err = rawFetch(topic, id, 0, 5, 0, 1).RequestWith(ctx, cl)
 	must(t, err, "fetch at log end")
 	if rp := resp.Topics[0].Partitions[0]; rp.ErrorCode != 0 || len(rp.RecordBatches) != 0 || rp.HighWatermark != 5 {
 		t.Fatalf("fetch at log end: error %v, %d bytes, hw %d", kerr.ErrorForCode(rp.ErrorCode), len(rp.RecordBatches), rp.HighWatermark)
 	}
-	resp, err = rawFetch(topic, 0, 50, 0, 1).RequestWith(ctx, cl)
+	resp, err = rawFetch(topic, id, 0, 50, 0, 1).RequestWith(ctx, cl)
 	must(t, err, "fetch beyond log end")
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.OffsetOutOfRange.Code {
 		t.Fatalf("fetch beyond log end: %v, want OFFSET_OUT_OF_RANGE", kerr.ErrorForCode(code))
@@ -165,4 +167,12 @@ func TestProduceValidation(t *testing.T) {
 	if ends := endOffsets(t, tg.seeds, topic); ends[0] != 0 {
 		t.Fatalf("refused batches were written: log end %d", ends[0])
 	}
+}
+
+// topicID looks a topic's id up in Metadata.
+func topicID(t *testing.T, adm *kadm.Client, topic string) [16]byte {
+	t.Helper()
+	md, err := adm.Metadata(ctxTimeout(t, 10*time.Second), topic)
+	must(t, err, "metadata")
+	return md.Topics[topic].ID
 }

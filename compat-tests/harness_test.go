@@ -128,6 +128,12 @@ func (n *node) start() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	cmd := exec.Command(kbrokerBin, n.args...)
+	// The test's own KBROKER_* settings are not broker config.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KBROKER_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	n.output = &bytes.Buffer{}
 	cmd.Stdout = n.output
 	cmd.Stderr = n.output

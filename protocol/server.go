@@ -168,11 +168,11 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
+	s.cancel() // before closing listeners, so accept loops see a closed server
 	for _, l := range s.listeners {
 		l.Close()
 	}
 	s.mu.Unlock()
-	s.cancel()
 	s.wg.Wait()
 	return nil
 }
