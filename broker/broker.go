@@ -37,8 +37,8 @@ type Broker struct {
 	// the ports are known.
 	listeners map[string]net.Listener
 
-	image      atomic.Pointer[metadataView] // the latest applied image
-	producers  *producerIDs
+	image       atomic.Pointer[metadataView] // the latest applied image
+	producers   *producerIDs
 	imageReady  chan struct{} // closed once the first image is applied
 	viewChanged viewSignal    // broadcast on every applied image
 

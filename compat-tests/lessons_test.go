@@ -283,4 +283,3 @@ func rawProduceCode(t *testing.T, c *cluster, topic string, acks int16) int16 {
 	})
 	return code
 }
-

@@ -111,8 +111,8 @@ func (p *Partition) Snapshot() Snapshot {
 		Role: p.role, TopicID: p.topicID, Leader: p.leader, LeaderEpoch: p.leaderEpoch,
 		PartitionEpoch: p.partitionEpoch,
 		Replicas:       slices.Clone(p.replicas), ISR: slices.Clone(p.isr.committed),
-		MaximalISR:     slices.Clone(p.isr.maximal()),
-		HighWatermark:  p.log.HighWatermark(), LogEndOffset: p.log.LogEndOffset(),
+		MaximalISR:    slices.Clone(p.isr.maximal()),
+		HighWatermark: p.log.HighWatermark(), LogEndOffset: p.log.LogEndOffset(),
 		LogStartOffset: p.log.LogStartOffset(), MinISR: p.minISR,
 	}
 }
