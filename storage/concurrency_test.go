@@ -133,3 +133,20 @@ func TestLogDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestEmptyActiveSegmentRemappedForLargerSegmentBytes(t *testing.T) {
+	e := newTestEnv(t)
+	l := e.open(smallConfig(), LogState{})
+	defer l.Close()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 64 << 10
+	l.UpdateConfig(cfg)
+	big := batchOfSize(t, 20000, 0)
+	if _, err := l.AppendAsLeader(big, 0, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l.NumSegments() != 1 || l.Size() != 20000 {
+		t.Fatalf("segments %+v", l.Segments())
+	}
+	checkContiguous(t, readAll(t, l, 0, math.MaxInt64), 0, 1)
+}

@@ -125,8 +125,11 @@ type Log struct {
 	// flushes rolled segments; the manager's loop does it here).
 	rollFlushPending bool
 	// dirDirty: files were created or removed since the last dir fsync.
-	dirDirty  bool
-	producers *producerStateManager
+	dirDirty bool
+	// truncations counts truncations, so that a flush racing with one does
+	// not advance the recovery point over rewritten offsets.
+	truncations int64
+	producers   *producerStateManager
 
 	// Published for lock-free readers; written with appendMu held.
 	segments       atomic.Pointer[[]*segment] // immutable, sorted by base offset; last is active
@@ -632,8 +635,8 @@ func (l *Log) Flush() error {
 	for i, s := range segs {
 		sizes[i] = s.size.Load()
 	}
-	dirDirty, unflushed := l.dirDirty, l.unflushedMessages
-	l.dirDirty = false
+	dirDirty, unflushed, truncations := l.dirDirty, l.unflushedMessages, l.truncations
+	l.dirDirty, l.rollFlushPending = false, false
 	l.appendMu.Unlock()
 
 	err := l.flushSegments(segs, sizes, rp)
@@ -649,10 +652,9 @@ func (l *Log) Flush() error {
 		l.logger.Error("storage: flush failed; log refuses writes", "err", err)
 		return fmt.Errorf("%w: %w", ErrLogFailed, err)
 	}
-	l.unflushedMessages -= unflushed
+	l.unflushedMessages = max(l.unflushedMessages-unflushed, 0)
 	l.lastFlush = l.now()
-	l.rollFlushPending = false
-	if leo > l.recoveryPoint.Load() && leo <= l.logEndOffset.Load() {
+	if truncations == l.truncations && leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(leo)
 	}
 	return nil

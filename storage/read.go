@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -63,7 +64,9 @@ func (l *Log) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bo
 		if err != nil || ok {
 			return res, err
 		}
-		// A segment was retired under us: reload the offsets and list.
+		// A segment was retired under us: reload the offsets and list once
+		// the mutation that retired it has published the new list.
+		runtime.Gosched()
 	}
 }
 
@@ -149,7 +152,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool) {
 }
 
 // findOffsetByTimestamp searches one segment. The caller holds a reference.
-func (s *segment) findOffsetByTimestamp(ts, startingOffset int64) (RecordInfo, bool) {
+func (s *segment) findOffsetByTimestamp(ts, startingOffset int64) (recordInfo, bool) {
 	size := s.size.Load()
 	te := s.timeIndex.lookup(ts)
 	pos := s.index.lookup(max(te.Offset, startingOffset)).Position
@@ -159,10 +162,10 @@ func (s *segment) findOffsetByTimestamp(ts, startingOffset int64) (RecordInfo, b
 	for {
 		h, bsize, ok := batchAt(s.data, pos, size)
 		if !ok {
-			return RecordInfo{}, false
+			return recordInfo{}, false
 		}
 		if h.MaxTimestamp >= ts && h.LastOffset() >= startingOffset {
-			if rec, found := firstRecord(s.data[pos:pos+bsize], func(r RecordInfo) bool {
+			if rec, found := firstRecord(s.data[pos:pos+bsize], func(r recordInfo) bool {
 				return r.Timestamp >= ts && r.Offset >= startingOffset
 			}); found {
 				return rec, true
@@ -173,15 +176,15 @@ func (s *segment) findOffsetByTimestamp(ts, startingOffset int64) (RecordInfo, b
 }
 
 // firstRecord decodes batch and returns its first record matching pred.
-func firstRecord(batch []byte, pred func(RecordInfo) bool) (RecordInfo, bool) {
+func firstRecord(batch []byte, pred func(recordInfo) bool) (recordInfo, bool) {
 	it, err := newRecordIter(batch)
 	if err != nil {
-		return RecordInfo{}, false
+		return recordInfo{}, false
 	}
 	for {
 		r, ok := it.next()
 		if !ok {
-			return RecordInfo{}, false
+			return recordInfo{}, false
 		}
 		if pred(r) {
 			return r, true
@@ -229,7 +232,7 @@ func (s *segment) locateMaxTimestamp() (int64, int64) {
 			return -1, -1
 		}
 		if h.MaxTimestamp == maxTs {
-			rec, found := firstRecord(s.data[pos:pos+bsize], func(r RecordInfo) bool { return r.Timestamp == maxTs })
+			rec, found := firstRecord(s.data[pos:pos+bsize], func(r recordInfo) bool { return r.Timestamp == maxTs })
 			if !found {
 				return -1, -1
 			}

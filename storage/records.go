@@ -18,9 +18,9 @@ import (
 // exhaust memory.
 const maxDecompressedRecords = 256 << 20
 
-// RecordInfo is what the record iterator decodes of each record: enough for
+// recordInfo is what the record iterator decodes of each record: enough for
 // ListOffsets, nothing more.
-type RecordInfo struct {
+type recordInfo struct {
 	Offset    int64
 	Timestamp int64
 }
@@ -50,38 +50,38 @@ func newRecordIter(batch []byte) (*recordIter, error) {
 
 // next decodes the next record. For LogAppendTime batches every record's
 // timestamp is the batch's maxTimestamp, as Kafka's DefaultRecord reports it.
-func (it *recordIter) next() (RecordInfo, bool) {
+func (it *recordIter) next() (recordInfo, bool) {
 	if it.err != nil || it.left <= 0 || len(it.data) == 0 {
-		return RecordInfo{}, false
+		return recordInfo{}, false
 	}
 	length, n := binary.Varint(it.data)
 	if n <= 0 || length < 0 || int64(len(it.data)-n) < length {
 		it.err = fmt.Errorf("%w: bad record length", ErrCorruptBatch)
-		return RecordInfo{}, false
+		return recordInfo{}, false
 	}
 	rec := it.data[n : n+int(length)]
 	it.data = it.data[n+int(length):]
 	it.left--
 	if len(rec) < 1 {
 		it.err = fmt.Errorf("%w: empty record", ErrCorruptBatch)
-		return RecordInfo{}, false
+		return recordInfo{}, false
 	}
 	rec = rec[1:] // attributes (unused)
 	tsDelta, n := binary.Varint(rec)
 	if n <= 0 {
 		it.err = fmt.Errorf("%w: bad timestampDelta", ErrCorruptBatch)
-		return RecordInfo{}, false
+		return recordInfo{}, false
 	}
 	offDelta, m := binary.Varint(rec[n:])
 	if m <= 0 {
 		it.err = fmt.Errorf("%w: bad offsetDelta", ErrCorruptBatch)
-		return RecordInfo{}, false
+		return recordInfo{}, false
 	}
 	ts := it.hdr.BaseTimestamp + tsDelta
 	if it.hdr.TimestampType() == LogAppendTime {
 		ts = it.hdr.MaxTimestamp
 	}
-	return RecordInfo{Offset: it.hdr.BaseOffset + offDelta, Timestamp: ts}, true
+	return recordInfo{Offset: it.hdr.BaseOffset + offDelta, Timestamp: ts}, true
 }
 
 // xerialMagic starts snappy data framed by the Java client (xerial

@@ -31,6 +31,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	// Readers that load the new end from now on stop before the cut.
 	l.logEndOffset.Store(offset)
+	l.truncations++
 	segs := l.segmentList()
 	keep := segmentFor(segs, offset) + 1
 	delErr := l.retireLocked(segs[keep:], true, "truncation")
@@ -135,6 +136,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 // truncateFullyLocked implements TruncateFullyAndStartAt. Must be called
 // with appendMu held.
 func (l *Log) truncateFullyLocked(offset int64) error {
+	l.truncations++
 	l.logEndOffset.Store(offset)
 	l.logStartOffset.Store(offset)
 	delErr := l.retireLocked(l.segmentList(), true, "truncate fully")
