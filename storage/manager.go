@@ -647,6 +647,17 @@ func (m *Manager) Close() error {
 	if ckErr != nil {
 		errs = append(errs, ckErr)
 	}
+	m.mu.Lock()
+	for _, pd := range m.onDisk {
+		// Never opened (so never recovered) in this run: only a dir that was
+		// clean at startup may be declared clean again.
+		for _, ds := range m.dirs {
+			if filepath.Dir(pd.Dir) == filepath.Clean(ds.path) && !ds.clean {
+				unclean[ds] = true
+			}
+		}
+	}
+	m.mu.Unlock()
 	for _, ds := range m.dirs {
 		if unclean[ds] || ckErr != nil {
 			continue

@@ -280,3 +280,30 @@ func TestParsePartitionDirName(t *testing.T) {
 		}
 	}
 }
+
+// A log dir that was not shut down cleanly stays "unclean" until every one
+// of its logs was opened (recovered): closing the manager earlier must not
+// write the marker.
+func TestManagerNoCleanMarkerWithUnrecoveredLogs(t *testing.T) {
+	root := t.TempDir()
+	m, _, _, _ := newTestManager(t, []string{root})
+	l, _ := m.Open(TopicPartition{"a", 0}, [16]byte{}, smallConfig())
+	appendN(t, l, 3, 1, 0)
+	m.Open(TopicPartition{"b", 0}, [16]byte{}, smallConfig())
+	m.Close()
+	os.Remove(filepath.Join(root, CleanShutdownFile)) // as after a crash
+
+	m2, _, _, _ := newTestManager(t, []string{root})
+	m2.Open(TopicPartition{"a", 0}, [16]byte{}, smallConfig())
+	m2.Close()
+	if _, err := os.Stat(filepath.Join(root, CleanShutdownFile)); !os.IsNotExist(err) {
+		t.Fatal("clean marker written although b-0 was never recovered")
+	}
+	m3, _, _, _ := newTestManager(t, []string{root})
+	m3.Open(TopicPartition{"a", 0}, [16]byte{}, smallConfig())
+	m3.Open(TopicPartition{"b", 0}, [16]byte{}, smallConfig())
+	m3.Close()
+	if _, err := os.Stat(filepath.Join(root, CleanShutdownFile)); err != nil {
+		t.Fatal("no marker after every log was opened")
+	}
+}
