@@ -33,14 +33,14 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	}
 	S, D, A, X := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete, kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract
 	out := run(false,
-		res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptr("100")), incOp("cleanup.policy", A, ptr("delete,compact"))),
-		res(kmsg.ConfigResourceTypeBroker, "", incOp("log.retention.ms", S, ptr("7"))),
-		res(kmsg.ConfigResourceTypeBroker, "1", incOp("anything.goes", S, ptr("x"))),
-		res(kmsg.ConfigResourceTypeTopic, "nope", incOp("retention.ms", S, ptr("1"))),
-		res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptr("-5"))),
-		res(kmsg.ConfigResourceTypeBroker, "x", incOp("a", S, ptr("b"))),
-		res(kmsg.ConfigResourceTypeBrokerLogger, "1", incOp("a", S, ptr("b"))),
-		res(kmsg.ConfigResourceTypeTopic, "t", incOp("a", S, ptr("1")), incOp("a", D, nil)),
+		res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptrTo("100")), incOp("cleanup.policy", A, ptrTo("delete,compact"))),
+		res(kmsg.ConfigResourceTypeBroker, "", incOp("log.retention.ms", S, ptrTo("7"))),
+		res(kmsg.ConfigResourceTypeBroker, "1", incOp("anything.goes", S, ptrTo("x"))),
+		res(kmsg.ConfigResourceTypeTopic, "nope", incOp("retention.ms", S, ptrTo("1"))),
+		res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptrTo("-5"))),
+		res(kmsg.ConfigResourceTypeBroker, "x", incOp("a", S, ptrTo("b"))),
+		res(kmsg.ConfigResourceTypeBrokerLogger, "1", incOp("a", S, ptrTo("b"))),
+		res(kmsg.ConfigResourceTypeTopic, "t", incOp("a", S, ptrTo("1")), incOp("a", D, nil)),
 	)
 	want := []error{nil, nil, nil, kerr.UnknownTopicOrPartition, kerr.InvalidConfig, kerr.InvalidRequest, kerr.InvalidRequest, kerr.InvalidRequest}
 	for i, w := range want {
@@ -55,11 +55,11 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	if img.BrokerConfigs[""]["log.retention.ms"] != "7" || img.BrokerConfigs["1"]["anything.goes"] != "x" {
 		t.Fatalf("broker configs %v", img.BrokerConfigs)
 	}
-	run(false, res(kmsg.ConfigResourceTypeTopic, "t", incOp("cleanup.policy", X, ptr("delete")), incOp("retention.ms", D, nil)))
+	run(false, res(kmsg.ConfigResourceTypeTopic, "t", incOp("cleanup.policy", X, ptrTo("delete")), incOp("retention.ms", D, nil)))
 	if c := h.img().Topics["t"].Configs; c["cleanup.policy"] != "compact" || len(c) != 1 {
 		t.Fatalf("after subtract/delete %v", c)
 	}
-	run(true, res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptr("5"))))
+	run(true, res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptrTo("5"))))
 	if _, ok := h.img().Topics["t"].Configs["retention.ms"]; ok {
 		t.Fatal("validateOnly changed the config")
 	}
@@ -72,10 +72,10 @@ func TestAlterConfigsReplaces(t *testing.T) {
 	req := kmsg.NewPtrAlterConfigsRequest()
 	r := kmsg.NewAlterConfigsRequestResource()
 	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
-	r.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "a", Value: ptr("1")}, {Name: "b", Value: ptr("2")}}
+	r.Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "a", Value: ptrTo("1")}, {Name: "b", Value: ptrTo("2")}}
 	req.Resources = append(req.Resources, r)
 	h.do(req)
-	req.Resources[0].Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "b", Value: ptr("3")}}
+	req.Resources[0].Configs = []kmsg.AlterConfigsRequestResourceConfig{{Name: "b", Value: ptrTo("3")}}
 	resp := h.do(req).(*kmsg.AlterConfigsResponse)
 	if resp.Resources[0].ErrorCode != 0 {
 		t.Fatal(kerr.ErrorForCode(resp.Resources[0].ErrorCode))

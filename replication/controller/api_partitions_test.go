@@ -182,7 +182,7 @@ func TestUncleanElectionViaConfigAndPeriodicCheck(t *testing.T) {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
-	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: uncleanConfig, Op: kmsg.IncrementalAlterConfigOpSet, Value: ptr("true")}}
+	res.Configs = []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: uncleanConfig, Op: kmsg.IncrementalAlterConfigOpSet, Value: ptrTo("true")}}
 	req.Resources = append(req.Resources, res)
 	if r := h.do(req).(*kmsg.IncrementalAlterConfigsResponse); r.Resources[0].ErrorCode != 0 {
 		t.Fatal(kerr.ErrorForCode(r.Resources[0].ErrorCode))

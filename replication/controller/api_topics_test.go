@@ -17,7 +17,7 @@ func TestCreateTopicsDefaultsAndResponse(t *testing.T) {
 	req.Version = 7
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "orders", -1, -1
-	rt.Configs = append(rt.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: "retention.ms", Value: ptr("1000")})
+	rt.Configs = append(rt.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: "retention.ms", Value: ptrTo("1000")})
 	req.Topics = append(req.Topics, rt)
 	resp := h.do(req).(*kmsg.CreateTopicsResponse)
 	st := resp.Topics[0]
@@ -92,7 +92,7 @@ func TestCreateTopicsErrors(t *testing.T) {
 		{topic{name: "p0", n: 0, rf: 1}, kerr.InvalidPartitions, "non-positive"},
 		{topic{name: "pneg", n: -2, rf: 1}, kerr.InvalidPartitions, "non-positive"},
 		{topic{name: "huge", n: 1 << 30, rf: 1}, kerr.InvalidPartitions, "limit"},
-		{topic{name: "cfg", n: 1, rf: 1, cfg: map[string]*string{"cleanup.policy": ptr("bogus")}}, kerr.InvalidConfig, "Invalid value bogus"},
+		{topic{name: "cfg", n: 1, rf: 1, cfg: map[string]*string{"cleanup.policy": ptrTo("bogus")}}, kerr.InvalidConfig, "Invalid value bogus"},
 		{topic{name: "cfgnull", n: 1, rf: 1, cfg: map[string]*string{"retention.ms": nil}}, kerr.InvalidConfig, "Null value"},
 		{topic{name: "asg-rf", n: -1, rf: 2, assign: [][]int32{{1}}}, kerr.InvalidRequest, "replication factor was not set to -1"},
 		{topic{name: "asg-n", n: 1, rf: -1, assign: [][]int32{{1}}}, kerr.InvalidRequest, "numPartitions was not set to -1"},
@@ -179,7 +179,7 @@ func TestDeleteTopics(t *testing.T) {
 	}
 	v6 := kmsg.NewPtrDeleteTopicsRequest()
 	v6.Version = 6
-	v6.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: idB}, {TopicID: [16]byte{9}}, {Topic: ptr("x"), TopicID: [16]byte{9}}}
+	v6.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: idB}, {TopicID: [16]byte{9}}, {Topic: ptrTo("x"), TopicID: [16]byte{9}}}
 	resp = h.do(v6).(*kmsg.DeleteTopicsResponse)
 	if resp.Topics[0].ErrorCode != 0 || deref(resp.Topics[0].Topic) != "b" ||
 		resp.Topics[1].ErrorCode != kerr.UnknownTopicID.Code || resp.Topics[2].ErrorCode != kerr.InvalidRequest.Code {

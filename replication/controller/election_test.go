@@ -117,7 +117,7 @@ func TestUncleanByTopicAndBrokerConfig(t *testing.T) {
 	tf.registerLive(1, 2)
 	tf.createTopic("clean", 1, []int32{1, 2})
 	tf.createTopic("dirty", 2, []int32{1, 2})
-	tf.apply(&setConfigRecord{ResourceType: resourceTopic, Resource: "dirty", Key: uncleanConfig, Value: ptr("true")})
+	tf.apply(&setConfigRecord{ResourceType: resourceTopic, Resource: "dirty", Key: uncleanConfig, Value: ptrTo("true")})
 	// Shrink both ISRs to [1] first, as a leader would, then lose broker 1.
 	for _, name := range []string{"clean", "dirty"} {
 		t0 := tf.img().Topics[name]
@@ -137,7 +137,7 @@ func TestUncleanByTopicAndBrokerConfig(t *testing.T) {
 	if got := electionFor(img, img.Topics["clean"], true); got != electionUnclean {
 		t.Fatalf("broker default true: %v", got)
 	}
-	tf.apply(&setConfigRecord{ResourceType: resourceTopic, Resource: "clean", Key: uncleanConfig, Value: ptr("false")})
+	tf.apply(&setConfigRecord{ResourceType: resourceTopic, Resource: "clean", Key: uncleanConfig, Value: ptrTo("false")})
 	img = tf.img()
 	if got := electionFor(img, img.Topics["clean"], true); got != electionOnline {
 		t.Fatalf("topic false over broker true: %v", got)

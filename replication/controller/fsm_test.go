@@ -23,7 +23,7 @@ func TestRecordEncoding(t *testing.T) {
 	if string(data) != `{"type":"Activation","v":1,"nodeId":0}` {
 		t.Fatalf("encoding %s", data)
 	}
-	in := []record{&fenceBrokerRecord{ID: 1, Epoch: 5}, &setConfigRecord{ResourceType: resourceBroker, Key: "k", Value: ptr("v")}}
+	in := []record{&fenceBrokerRecord{ID: 1, Epoch: 5}, &setConfigRecord{ResourceType: resourceBroker, Key: "k", Value: ptrTo("v")}}
 	data, err = encodeEntry(in...)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +78,7 @@ func TestApplyBatchAtomic(t *testing.T) {
 	tf.createTopic("t", 1, []int32{1})
 	before := tf.img()
 	err := tf.tryApply(
-		&setConfigRecord{ResourceType: resourceTopic, Resource: "t", Key: "a", Value: ptr("1")},
+		&setConfigRecord{ResourceType: resourceTopic, Resource: "t", Key: "a", Value: ptrTo("1")},
 		&partitionChangeRecord{Topic: "t", TopicID: uuid{1}, Partition: 9, Leader: 1, ISR: []int32{1}},
 	)
 	if err == nil {
@@ -121,8 +121,8 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	tf.registerLive(1, 2, 3)
 	tf.createTopic("a", 1, []int32{1, 2, 3}, []int32{2, 3, 1})
 	tf.createTopic("b", 2, []int32{3})
-	tf.apply(&setConfigRecord{ResourceType: resourceTopic, Resource: "a", Key: "retention.ms", Value: ptr("1000")})
-	tf.apply(&setConfigRecord{ResourceType: resourceBroker, Resource: "", Key: "x", Value: ptr("y")})
+	tf.apply(&setConfigRecord{ResourceType: resourceTopic, Resource: "a", Key: "retention.ms", Value: ptrTo("1000")})
+	tf.apply(&setConfigRecord{ResourceType: resourceBroker, Resource: "", Key: "x", Value: ptrTo("y")})
 	tf.fence(2)
 	img := tf.img()
 	tf.apply(&controlledShutdownRecord{ID: 3, Epoch: img.Brokers[3].Epoch})
