@@ -62,6 +62,9 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.prepareDirs(); err != nil {
 		return err
 	}
+	if !b.cfg.HasRole(config.RoleBroker) {
+		return b.startControllerOnly(ctx)
+	}
 	logs, err := storage.NewManager(b.cfg.LogDirs, b.storageOptions())
 	if err != nil {
 		return fmt.Errorf("opening log dirs: %w", err)
@@ -82,14 +85,16 @@ func (b *Broker) Start(ctx context.Context) error {
 	b.serve()
 	ctrl.Subscribe(b.applyImage)
 
+	// Register first: a broker outside the voters joins the quorum (and so
+	// receives the metadata log) through its registration.
+	if err := ctrl.StartBroker(b.registration()); err != nil {
+		return fmt.Errorf("registering with the controller: %w", err)
+	}
 	if err := ctrl.WaitReady(ctx); err != nil {
 		return fmt.Errorf("waiting for the metadata log: %w", err)
 	}
 	if err := b.writeMetaProperties(ctrl.Image().ClusterID); err != nil {
 		return err
-	}
-	if err := ctrl.StartBroker(b.registration()); err != nil {
-		return fmt.Errorf("registering with the controller: %w", err)
 	}
 	b.logs.Start()
 	ctrl.SetReadyToUnfence()
@@ -101,8 +106,28 @@ func (b *Broker) Start(ctx context.Context) error {
 	return nil
 }
 
-// serve starts accepting on every client listener and on the controller
-// port's Kafka side.
+// startControllerOnly runs a node whose process.roles is just controller: a
+// voter of the metadata quorum that serves the controller APIs on its
+// controller listener and holds no partitions.
+func (b *Broker) startControllerOnly(ctx context.Context) error {
+	ctrl, err := controller.Start(ctx, b.controllerOptions())
+	if err != nil {
+		return fmt.Errorf("starting controller node: %w", err)
+	}
+	b.ctrl = ctrl
+	if err := ctrl.WaitReady(ctx); err != nil {
+		return fmt.Errorf("waiting for the metadata log: %w", err)
+	}
+	if err := b.writeMetaProperties(ctrl.Image().ClusterID); err != nil {
+		return err
+	}
+	b.logger.Info("controller serving", "node_id", b.cfg.NodeID, "cluster_id", ctrl.Image().ClusterID,
+		"listener", b.cfg.ControllerListenAddr())
+	return nil
+}
+
+// serve starts accepting on every client listener. The controller node
+// serves its own port (Raft and the controller APIs).
 func (b *Broker) serve() {
 	for name, l := range b.listeners {
 		b.wg.Add(1)
@@ -113,24 +138,21 @@ func (b *Broker) serve() {
 			}
 		}()
 	}
-	ctrlName := controllerListenerName(b.cfg)
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		if err := b.server.Serve(b.ctrl.KafkaListener(), ctrlName); err != nil && !errors.Is(err, protocol.ErrServerClosed) {
-			b.logger.Debug("controller kafka listener stopped", "err", err)
-		}
-	}()
 }
 
 // Shutdown stops the broker: a controlled shutdown first (leaderships move
 // away while we still serve), then listeners, replication, logs (flush and
 // checkpoints) and the controller node.
 func (b *Broker) Shutdown(ctx context.Context) error {
-	if b.ctrl != nil && b.cfg.ControlledShutdownEnable {
-		if err := b.ctrl.ControlledShutdown(ctx); err != nil {
-			b.logger.Warn("controlled shutdown incomplete", "err", err)
+	if b.ctrl != nil && b.cfg.ControlledShutdownEnable && b.cfg.HasRole(config.RoleBroker) {
+		// A controller that cannot grant the shutdown within a session
+		// timeout fences this broker anyway once heartbeats stop; waiting
+		// longer (say, for a quorum that is gone) gains nothing.
+		cctx, cancel := context.WithTimeout(ctx, max(b.cfg.BrokerSessionTimeout, 5*time.Second))
+		if err := b.ctrl.ControlledShutdown(cctx); err != nil {
+			b.logger.Warn("controlled shutdown incomplete; stopping anyway", "err", err)
 		}
+		cancel()
 	}
 	if b.server != nil {
 		b.server.Close()

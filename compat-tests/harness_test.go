@@ -36,7 +36,9 @@ type node struct {
 // cluster is a set of kbroker processes started by a test.
 type cluster struct {
 	t     *testing.T
-	nodes []*node
+	nodes []*node // brokers; node id i+1 at index i
+	// controller is the controller-only node, when separateController.
+	controller *node
 }
 
 // clusterOpts tune startCluster.
@@ -44,6 +46,10 @@ type clusterOpts struct {
 	brokers int
 	// flags are passed to every broker (e.g. "--min.insync.replicas=2").
 	flags []string
+	// separateController runs the metadata quorum on one more node, a
+	// controller only (Kafka's recommended layout); the brokers then join
+	// the quorum as non-voters, so losing brokers never costs the quorum.
+	separateController bool
 }
 
 // freePorts reserves n distinct loopback ports.
@@ -88,13 +94,23 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 	if opts.brokers == 0 {
 		opts.brokers = 1
 	}
-	ports := freePorts(t, 2*opts.brokers)
+	ports := freePorts(t, 2*opts.brokers+2)
 	c := &cluster{t: t}
-	var voters []string
-	for i := range opts.brokers {
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[2*i+1]))
-	}
 	base := t.TempDir()
+	var voters []string
+	if opts.separateController {
+		voters = []string{fmt.Sprintf("%d@127.0.0.1:%d", controllerNodeID, ports[2*opts.brokers])}
+	} else {
+		for i := range opts.brokers {
+			voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[2*i+1]))
+		}
+	}
+	common := []string{
+		"--controller.listener.names=CONTROLLER",
+		"--controller.quorum.voters=" + strings.Join(voters, ","),
+		"--metrics.listen=",
+		"--log.level=info",
+	}
 	for i := range opts.brokers {
 		n := &node{
 			t:          t,
@@ -103,17 +119,30 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			ctrlAddr:   fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
 			dataDir:    filepath.Join(base, fmt.Sprintf("node-%d", i+1)),
 		}
-		n.args = append([]string{
+		n.args = append(append([]string{
 			"serve",
 			fmt.Sprintf("--node.id=%d", n.id),
 			fmt.Sprintf("--listeners=PLAINTEXT://%s,CONTROLLER://%s", n.clientAddr, n.ctrlAddr),
-			"--controller.listener.names=CONTROLLER",
-			"--controller.quorum.voters=" + strings.Join(voters, ","),
 			"--log.dirs=" + n.dataDir,
-			"--metrics.listen=",
-			"--log.level=info",
-		}, opts.flags...)
+		}, common...), opts.flags...)
 		c.nodes = append(c.nodes, n)
+	}
+	if opts.separateController {
+		n := &node{
+			t:        t,
+			id:       controllerNodeID,
+			ctrlAddr: fmt.Sprintf("127.0.0.1:%d", ports[2*opts.brokers]),
+			dataDir:  filepath.Join(base, "controller"),
+		}
+		n.args = append([]string{
+			"serve",
+			fmt.Sprintf("--node.id=%d", n.id),
+			"--process.roles=controller",
+			"--listeners=CONTROLLER://" + n.ctrlAddr,
+			"--log.dirs=" + n.dataDir,
+		}, append(common, opts.flags...)...)
+		c.controller = n
+		n.start()
 	}
 	for _, n := range c.nodes {
 		n.start()
@@ -122,6 +151,9 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 	c.waitServing(60 * time.Second)
 	return c
 }
+
+// controllerNodeID is the id of the controller-only node.
+const controllerNodeID = 100
 
 func (n *node) start() {
 	n.t.Helper()
@@ -158,7 +190,7 @@ func (n *node) kill9() {
 // stop sends SIGTERM and waits for a clean exit.
 func (n *node) stop() {
 	n.signal(syscall.SIGTERM)
-	if !n.waitExit(45 * time.Second) {
+	if !n.waitExit(15 * time.Second) {
 		n.kill9()
 	}
 }
@@ -222,8 +254,15 @@ func (c *cluster) stop() {
 		go func() { defer wg.Done(); n.stop() }()
 	}
 	wg.Wait()
+	if c.controller != nil {
+		c.controller.stop()
+	}
 	if c.t.Failed() {
-		for _, n := range c.nodes {
+		nodes := c.nodes
+		if c.controller != nil {
+			nodes = append(nodes[:len(nodes):len(nodes)], c.controller)
+		}
+		for _, n := range nodes {
 			c.t.Logf("---- node %d output (last 8 KiB) ----\n%s", n.id, tail(n.logs(), 8<<10))
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,13 @@ func newAdmin(t *testing.T, seeds []string) *kadm.Client {
 func uniqueTopic(prefix string) string {
 	var b [4]byte
 	rand.Read(b[:])
-	return prefix + "-" + hex.EncodeToString(b[:])
+	clean := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '_'
+	}, prefix)
+	return clean + "-" + hex.EncodeToString(b[:])
 }
 
 // newTopic creates a topic and deletes it when the test ends.

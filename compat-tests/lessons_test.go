@@ -59,8 +59,10 @@ func TestLessonAcks1LosesAcknowledgedRecords(t *testing.T) {
 			lost = append(lost, v)
 		}
 	}
-	if len(lost) != len(acked1) {
-		t.Fatalf("acks=1: %d of %d acknowledged records lost; the paused followers cannot have had any", len(lost), len(acked1))
+	// A follower may still get the first few: a fetch response the leader
+	// sent just before the pause waits in the stopped process's socket buffer.
+	if len(lost) == 0 {
+		t.Fatalf("acks=1: none of %d records acknowledged by the leader alone was lost", len(acked1))
 	}
 	t.Logf("acks=1 lesson: %d records acknowledged by the leader alone, %d lost after it crashed", len(acked1), len(lost))
 
@@ -143,7 +145,10 @@ func TestLessonAcksAllLosesNothing(t *testing.T) {
 }
 
 // Lesson 3: a follower paused past replica.lag.time.max.ms leaves the ISR,
-// then the two in-sync brokers crash, one after the other.
+// then the two in-sync brokers crash, one after the other. All three brokers
+// are down or paused at some point, so the metadata quorum runs on a separate
+// controller-only node, as Kafka recommends: in combined mode the same faults
+// would take the quorum down and no election could happen at all.
 func TestLessonStaleReplica(t *testing.T) {
 	needOwnCluster(t)
 	for _, tc := range []struct {
@@ -163,7 +168,7 @@ func TestLessonStaleReplica(t *testing.T) {
 }
 
 func staleReplicaLesson(t *testing.T, minISR string, unclean bool) {
-	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags()})
+	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags(), separateController: true})
 	adm := newAdmin(t, c.seeds())
 	topic := newTopic(t, adm, 1, 3, map[string]*string{
 		"min.insync.replicas":            kadm.StringPtr(minISR),

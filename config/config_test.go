@@ -287,8 +287,12 @@ func TestValidate(t *testing.T) {
 		{"duplicate voter", mutate(func(c *Config) {
 			c.ControllerQuorumVoters = []Voter{{ID: 1, Host: "a", Port: 1}, {ID: 1, Host: "b", Port: 1}}
 		}), []string{"config: controller.quorum.voters=1@a:1,1@b:1 is invalid: voter id 1 appears twice"}},
-		{"controller not a voter", mutate(func(c *Config) { c.ControllerQuorumVoters = []Voter{{ID: 2, Host: "a", Port: 1}} }),
-			[]string{"config: node.id=1 is not in controller.quorum.voters=2@a:1: a controller must be one of the voters"}},
+		{"controller-only node not a voter", mutate(func(c *Config) {
+			c.ProcessRoles = []string{"controller"}
+			c.ControllerQuorumVoters = []Voter{{ID: 2, Host: "a", Port: 1}}
+		}), []string{"config: node.id=1 is not in controller.quorum.voters=2@a:1: a controller must be one of the voters"}},
+		{"non-voter without a controller listener", mutate(func(c *Config) { c.ControllerQuorumVoters = []Voter{{ID: 2, Host: "a", Port: 1}} }),
+			[]string{"config: node.id=1 is not in controller.quorum.voters=2@a:1: a broker that joins the quorum as a non-voter needs a listener named in controller.listener.names=CONTROLLER"}},
 		{"broker-only without voters", mutate(func(c *Config) { c.ProcessRoles = []string{"broker"} }),
 			[]string{"config: controller.quorum.voters is empty"}},
 		{"broker-only with a controller listener", mutate(func(c *Config) {

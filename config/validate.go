@@ -119,8 +119,13 @@ func (c *Config) validateQuorum() []error {
 		}
 	}
 	switch {
-	case len(ids) > 0 && c.HasRole(RoleController) && !ids[c.NodeID]:
+	case len(ids) > 0 && c.HasRole(RoleController) && !c.HasRole(RoleBroker) && !ids[c.NodeID]:
 		add("node.id=%d is not in controller.quorum.voters=%s: a controller must be one of the voters", c.NodeID, voters)
+	case len(ids) > 0 && c.HasRole(RoleController) && !ids[c.NodeID] && !c.hasExplicitControllerListener():
+		// A combined node outside the voters joins the quorum as a non-voter
+		// and needs a listener of its own for the metadata log.
+		add("node.id=%d is not in controller.quorum.voters=%s: a broker that joins the quorum as a non-voter needs a listener named in controller.listener.names=%s",
+			c.NodeID, voters, formatValue(c.ControllerListenerNames))
 	case len(ids) == 0 && !c.HasRole(RoleController) && c.HasRole(RoleBroker):
 		add("controller.quorum.voters is empty: a node whose process.roles=%s has no controller needs it to find the controllers",
 			formatValue(c.ProcessRoles))
@@ -160,4 +165,15 @@ func (c *Config) validateTimeouts() []error {
 	less("group.consumer.heartbeat.interval.ms", c.GroupConsumerHeartbeatInterval, "group.consumer.max.heartbeat.interval.ms", c.GroupConsumerMaxHeartbeatInterval, true)
 	less("group.consumer.heartbeat.interval.ms", c.GroupConsumerHeartbeatInterval, "group.consumer.session.timeout.ms", c.GroupConsumerSessionTimeout, false)
 	return errs
+}
+
+// hasExplicitControllerListener reports whether listeners names a controller
+// listener.
+func (c *Config) hasExplicitControllerListener() bool {
+	for _, l := range c.Listeners {
+		if c.isControllerListener(l.Name) {
+			return true
+		}
+	}
+	return false
 }
