@@ -1,0 +1,114 @@
+package compat
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// A follower paused past replica.lag.time.max.ms leaves the ISR and joins it
+// again once resumed and caught up; a broker killed and restarted with its
+// data catches up and rejoins too; every replica ends byte-identical.
+func TestFollowerLeavesAndRejoinsISR(t *testing.T) {
+	needOwnCluster(t)
+	t.Parallel()
+	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags()})
+	adm := newAdmin(t, c.seeds())
+	topic := newTopic(t, adm, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
+	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
+	ctx := ctxTimeout(t, 3*time.Minute)
+	cl := newClient(t, c.seeds())
+
+	follower := otherThan(st.replicas, st.leader)[0]
+	c.node(follower).pause()
+	_, err := produceValues(ctx, cl, topic, values("while-paused", 20))
+	must(t, err, "acks=all with one follower paused")
+	c.waitPartition(topic, 0, 30*time.Second, "paused follower out of the ISR", func(s partitionState) bool {
+		return !slices.Contains(s.isr, follower)
+	})
+	c.node(follower).resume()
+	c.waitPartition(topic, 0, 30*time.Second, "resumed follower back in the ISR", func(s partitionState) bool { return len(s.isr) == 3 })
+
+	other := otherThan(st.replicas, st.leader, follower)[0]
+	c.node(other).kill9()
+	_, err = produceValues(ctx, cl, topic, values("while-down", 50))
+	must(t, err, "acks=all with one broker down")
+	c.restart(c.node(other))
+	c.waitPartition(topic, 0, 60*time.Second, "restarted broker back in the ISR", func(s partitionState) bool { return len(s.isr) == 3 })
+	c.waitConverged(topic, 0, 30*time.Second)
+}
+
+// A 3-broker cluster keeps serving acks=all produce and fetch with any one
+// broker down; killing the active controller moves it and elections still
+// happen.
+func TestServesWithAnyBrokerDownAndControllerFailover(t *testing.T) {
+	needOwnCluster(t)
+	t.Parallel()
+	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags()})
+	adm := newAdmin(t, c.seeds())
+	topic := newTopic(t, adm, 3, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
+	ctx := ctxTimeout(t, 4*time.Minute)
+	total := 0
+	for _, down := range c.nodes {
+		down.kill9()
+		seeds := c.runningSeeds()
+		cl := newClient(t, seeds, kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(60*time.Second))
+		for i := range 30 {
+			must(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("down-%d-%d", down.id, i))}).FirstErr(),
+				"produce with broker %d down", down.id)
+		}
+		total += 30
+		got := readAll(t, seeds, topic)
+		if len(got) != total {
+			t.Fatalf("with broker %d down: read %d records, want %d", down.id, len(got), total)
+		}
+		c.restart(down)
+		c.waitServing(60 * time.Second)
+		for p := int32(0); p < 3; p++ {
+			c.waitPartition(topic, p, 60*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
+		}
+	}
+
+	active := activeController(t, c)
+	st := c.waitPartition(topic, 0, 10*time.Second, "leader", func(s partitionState) bool { return s.leader >= 0 })
+	c.node(active).kill9()
+	next := int32(-1)
+	waitFor(t, 30*time.Second, "a new active controller", func() error {
+		next = activeController(t, c)
+		if next == active || next < 0 {
+			return fmt.Errorf("active controller still %d", next)
+		}
+		return nil
+	})
+	t.Logf("active controller %d killed; %d took over", active, next)
+	// The partition led by the dead node (if it was its leader) moves; in
+	// any case kill a leader and see a new election through the new controller.
+	st = c.waitPartition(topic, 0, 30*time.Second, "a live leader", func(s partitionState) bool { return s.leader >= 0 && s.leader != active })
+	if st.leader != next {
+		c.node(st.leader).kill9()
+		c.waitPartition(topic, 0, 30*time.Second, "re-election by the new controller", func(s partitionState) bool {
+			return s.leader >= 0 && s.leader != active && s.leader != st.leader
+		})
+	}
+}
+
+// activeController asks a live broker which node is the active controller
+// (Metadata's controller id is the active controller in combined mode).
+func activeController(t *testing.T, c *cluster) int32 {
+	t.Helper()
+	cl := newClient(t, c.runningSeeds())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrDescribeClusterRequest()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return -1
+	}
+	return resp.ControllerID
+}
