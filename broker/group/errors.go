@@ -9,56 +9,41 @@ import (
 
 // Error codes used by the coordinator, named as in Kafka.
 var (
-	codeNone                       int16
-	codeUnknownServerError         = kerr.UnknownServerError.Code
-	codeCoordinatorNotAvailable    = kerr.CoordinatorNotAvailable.Code
-	codeCoordinatorLoadInProgress  = kerr.CoordinatorLoadInProgress.Code
-	codeNotCoordinator             = kerr.NotCoordinator.Code
-	codeIllegalGeneration          = kerr.IllegalGeneration.Code
-	codeInconsistentGroupProtocol  = kerr.InconsistentGroupProtocol.Code
-	codeInvalidGroupID             = kerr.InvalidGroupID.Code
-	codeUnknownMemberID            = kerr.UnknownMemberID.Code
-	codeInvalidSessionTimeout      = kerr.InvalidSessionTimeout.Code
-	codeRebalanceInProgress        = kerr.RebalanceInProgress.Code
-	codeOffsetMetadataTooLarge     = kerr.OffsetMetadataTooLarge.Code
-	codeUnknownTopicOrPartition    = kerr.UnknownTopicOrPartition.Code
-	codeNonEmptyGroup              = kerr.NonEmptyGroup.Code
-	codeGroupIDNotFound            = kerr.GroupIDNotFound.Code
-	codeMemberIDRequired           = kerr.MemberIDRequired.Code
-	codeGroupMaxSizeReached        = kerr.GroupMaxSizeReached.Code
-	codeFencedInstanceID           = kerr.FencedInstanceID.Code
-	codeGroupSubscribedToTopic     = kerr.GroupSubscribedToTopic.Code
-	codeUnsupportedVersion         = kerr.UnsupportedVersion.Code
-	codeInvalidRequest             = kerr.InvalidRequest.Code
-	codeFencedMemberEpoch          = kerr.FencedMemberEpoch.Code
-	codeUnreleasedInstanceID       = kerr.UnreleasedInstanceID.Code
-	codeUnsupportedAssignor        = kerr.UnsupportedAssignor.Code
-	codeStaleMemberEpoch           = kerr.StaleMemberEpoch.Code
-	codeInvalidRegularExpression   = kerr.InvalidRegularExpression.Code
-	codeRequestTimedOut            = kerr.RequestTimedOut.Code
-	codeNotEnoughReplicas          = kerr.NotEnoughReplicas.Code
-	codeNotEnoughReplicasAfter     = kerr.NotEnoughReplicasAfterAppend.Code
-	codeNotLeaderOrFollower        = kerr.NotLeaderForPartition.Code
-	codeKafkaStorageError          = kerr.KafkaStorageError.Code
-	codeMessageTooLarge            = kerr.MessageTooLarge.Code
-	codeRecordListTooLarge         = kerr.RecordListTooLarge.Code
-	codeInvalidFetchSize           = kerr.InvalidFetchSize.Code
-	codeInvalidCommitOffsetSize    = kerr.InvalidCommitOffsetSize.Code
-	codeGroupAuthorizationFailed   = kerr.GroupAuthorizationFailed.Code
-	codeUnknownTopicID             = kerr.UnknownTopicID.Code
-	codeUnstableOffsetCommit       = kerr.UnstableOffsetCommit.Code
-	codeInvalidRecord              = kerr.InvalidRecord.Code
-	codeCorruptMessage             = kerr.CorruptMessage.Code
-	codeBrokerNotAvailable         = kerr.BrokerNotAvailable.Code
-	codeLeaderNotAvailable         = kerr.LeaderNotAvailable.Code
-	codeNetworkException           = kerr.NetworkException.Code
-	codeUnknownLeaderEpoch         = kerr.UnknownLeaderEpoch.Code
-	codeFencedLeaderEpoch          = kerr.FencedLeaderEpoch.Code
-	codeReplicaNotAvailable        = kerr.ReplicaNotAvailable.Code
-	codeOffsetOutOfRange           = kerr.OffsetOutOfRange.Code
-	codeInvalidTopicException      = kerr.InvalidTopicException.Code
-	codeTopicAuthorizationFailed   = kerr.TopicAuthorizationFailed.Code
-	codeClusterAuthorizationFailed = kerr.ClusterAuthorizationFailed.Code
+	codeUnknownServerError        = kerr.UnknownServerError.Code
+	codeCoordinatorNotAvailable   = kerr.CoordinatorNotAvailable.Code
+	codeCoordinatorLoadInProgress = kerr.CoordinatorLoadInProgress.Code
+	codeNotCoordinator            = kerr.NotCoordinator.Code
+	codeIllegalGeneration         = kerr.IllegalGeneration.Code
+	codeInconsistentGroupProtocol = kerr.InconsistentGroupProtocol.Code
+	codeInvalidGroupID            = kerr.InvalidGroupID.Code
+	codeUnknownMemberID           = kerr.UnknownMemberID.Code
+	codeInvalidSessionTimeout     = kerr.InvalidSessionTimeout.Code
+	codeRebalanceInProgress       = kerr.RebalanceInProgress.Code
+	codeOffsetMetadataTooLarge    = kerr.OffsetMetadataTooLarge.Code
+	codeUnknownTopicOrPartition   = kerr.UnknownTopicOrPartition.Code
+	codeNonEmptyGroup             = kerr.NonEmptyGroup.Code
+	codeGroupIDNotFound           = kerr.GroupIDNotFound.Code
+	codeMemberIDRequired          = kerr.MemberIDRequired.Code
+	codeGroupMaxSizeReached       = kerr.GroupMaxSizeReached.Code
+	codeFencedInstanceID          = kerr.FencedInstanceID.Code
+	codeGroupSubscribedToTopic    = kerr.GroupSubscribedToTopic.Code
+	codeUnsupportedVersion        = kerr.UnsupportedVersion.Code
+	codeInvalidRequest            = kerr.InvalidRequest.Code
+	codeFencedMemberEpoch         = kerr.FencedMemberEpoch.Code
+	codeUnreleasedInstanceID      = kerr.UnreleasedInstanceID.Code
+	codeUnsupportedAssignor       = kerr.UnsupportedAssignor.Code
+	codeStaleMemberEpoch          = kerr.StaleMemberEpoch.Code
+	codeInvalidRegularExpression  = kerr.InvalidRegularExpression.Code
+	codeRequestTimedOut           = kerr.RequestTimedOut.Code
+	codeNotEnoughReplicas         = kerr.NotEnoughReplicas.Code
+	codeNotEnoughReplicasAfter    = kerr.NotEnoughReplicasAfterAppend.Code
+	codeNotLeaderOrFollower       = kerr.NotLeaderForPartition.Code
+	codeKafkaStorageError         = kerr.KafkaStorageError.Code
+	codeMessageTooLarge           = kerr.MessageTooLarge.Code
+	codeRecordListTooLarge        = kerr.RecordListTooLarge.Code
+	codeInvalidFetchSize          = kerr.InvalidFetchSize.Code
+	codeInvalidCommitOffsetSize   = kerr.InvalidCommitOffsetSize.Code
+	codeFencedLeaderEpoch         = kerr.FencedLeaderEpoch.Code
 )
 
 // appendErrorCode maps a failed Store.Append to the error the client gets,
@@ -71,10 +56,7 @@ func appendErrorCode(err error, resigned bool) int16 {
 	}
 	var ke *kerr.Error
 	if !errors.As(err, &ke) {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return codeCoordinatorNotAvailable
-		}
-		return codeCoordinatorNotAvailable
+		return codeCoordinatorNotAvailable // a timeout or an I/O error
 	}
 	switch ke.Code {
 	case codeUnknownTopicOrPartition, codeNotEnoughReplicas, codeNotEnoughReplicasAfter, codeRequestTimedOut:

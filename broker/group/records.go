@@ -372,7 +372,7 @@ func readTopicPartitions(r *kbin.Reader) assignment {
 	if n < 0 || !r.Ok() {
 		return nil
 	}
-	a := make(assignment, n)
+	a := make(assignment, min(n, 16))
 	for i := int32(0); i < n && r.Ok(); i++ {
 		id := r.Uuid()
 		np := r.CompactArrayLen()
@@ -380,12 +380,19 @@ func readTopicPartitions(r *kbin.Reader) assignment {
 			r.Span(-1) // invalidate
 			return nil
 		}
-		ps := make([]int32, 0, np)
 		for j := int32(0); j < np; j++ {
-			ps = append(ps, r.Int32())
+			a[id] = append(a[id], r.Int32())
 		}
 		_ = readTags(r, nil)
-		a.add(id, ps...)
+	}
+	// Sort once: a topic may repeat (never when kbroker wrote it).
+	for id, ps := range a {
+		if len(ps) == 0 {
+			delete(a, id)
+			continue
+		}
+		slices.Sort(ps)
+		a[id] = slices.Compact(ps)
 	}
 	return a
 }
