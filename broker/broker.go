@@ -82,7 +82,6 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.ctrl = ctrl
 	b.server = protocol.NewServer(b.dispatch, b.serverOptions())
-	b.serve()
 	ctrl.Subscribe(b.applyImage)
 
 	// Register first: a broker outside the voters joins the quorum (and so
@@ -101,6 +100,11 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := ctrl.WaitUnfenced(ctx); err != nil {
 		return fmt.Errorf("waiting to be unfenced: %w", err)
 	}
+	// As Kafka's BrokerServer: the listeners are bound from the start (their
+	// ports are registered), but requests are processed only once the
+	// controller has unfenced this broker, so no client sees the partition
+	// roles of a stale image replayed at start.
+	b.serve()
 	b.logger.Info("broker serving", "node_id", b.cfg.NodeID, "cluster_id", ctrl.Image().ClusterID,
 		"listeners", b.cfg.Listeners)
 	return nil
@@ -156,6 +160,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	if b.server != nil {
 		b.server.Close()
+	}
+	for _, l := range b.listeners {
+		l.Close() // bound but never served when Start failed early
 	}
 	b.wg.Wait()
 	if b.replicas != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // replicationFlags make a 3-broker test cluster react within seconds: a
@@ -215,4 +216,84 @@ func otherThan(ids []int32, not ...int32) []int32 {
 		}
 	}
 	return out
+}
+
+// logEndOffset is the offset after the last whole batch of a node's copy of
+// the partition, read from its files.
+func (n *node) logEndOffset(t *testing.T, topic string, partition int32) int64 {
+	b := n.logBytes(t, topic, partition)
+	end := int64(0)
+	for len(b) >= 61 {
+		size := int(int32(binary.BigEndian.Uint32(b[8:]))) + 12
+		end = int64(binary.BigEndian.Uint64(b)) + int64(int32(binary.BigEndian.Uint32(b[23:]))) + 1
+		b = b[size:]
+	}
+	return end
+}
+
+// readAllSettled waits until the leader's high watermark has reached its log
+// end (a new leader's HW catches up only once its followers fetch from it),
+// then reads every record of the single-partition topic.
+func (c *cluster) readAllSettled(topic string) map[string]producedKey {
+	c.t.Helper()
+	waitFor(c.t, 60*time.Second, "the leader's high watermark to reach its log end", func() error {
+		st, err := c.describe(topic, 0)
+		if err != nil {
+			return err
+		}
+		if st.leader < 0 {
+			return fmt.Errorf("no leader")
+		}
+		leo := c.node(st.leader).logEndOffset(c.t, topic, 0)
+		hw := endOffsets(c.t, c.runningSeeds(), topic)[0]
+		if hw != leo {
+			return fmt.Errorf("leader %d: hw %d, log end %d", st.leader, hw, leo)
+		}
+		return nil
+	})
+	return readAll(c.t, c.runningSeeds(), topic)
+}
+
+// waitTopicEverywhere waits until every running broker's metadata shows the
+// topic with a leader and a full ISR for each partition: the image has
+// reached them all.
+func (c *cluster) waitTopicEverywhere(topic string, partitions int32, rf int) {
+	c.t.Helper()
+	waitFor(c.t, 60*time.Second, "topic "+topic+" on every broker", func() error {
+		for _, n := range c.nodes {
+			if !n.running() {
+				continue
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(n.clientAddr))
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			req := kmsg.NewPtrMetadataRequest()
+			req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(topic)}}
+			resp, err := cl.Broker(int(n.id)).Request(ctx, req)
+			if err != nil {
+				// The broker is only known once the client has metadata.
+				_, err = req.RequestWith(ctx, cl)
+				if err == nil {
+					resp, err = cl.Broker(int(n.id)).Request(ctx, req)
+				}
+			}
+			cancel()
+			cl.Close()
+			if err != nil {
+				return fmt.Errorf("node %d: %w", n.id, err)
+			}
+			md := resp.(*kmsg.MetadataResponse)
+			if len(md.Topics) != 1 || len(md.Topics[0].Partitions) != int(partitions) {
+				return fmt.Errorf("node %d does not know the topic yet", n.id)
+			}
+			for _, p := range md.Topics[0].Partitions {
+				if p.Leader < 0 || len(p.ISR) != rf {
+					return fmt.Errorf("node %d: partition %d leader %d isr %v", n.id, p.Partition, p.Leader, p.ISR)
+				}
+			}
+		}
+		return nil
+	})
 }

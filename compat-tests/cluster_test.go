@@ -56,6 +56,7 @@ func TestServesWithAnyBrokerDownAndControllerFailover(t *testing.T) {
 	ctx := ctxTimeout(t, 4*time.Minute)
 	total := 0
 	for _, down := range c.nodes {
+		c.waitTopicEverywhere(topic, 3, 3)
 		down.kill9()
 		seeds := c.runningSeeds()
 		cl := newClient(t, seeds, kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(60*time.Second))
@@ -75,8 +76,17 @@ func TestServesWithAnyBrokerDownAndControllerFailover(t *testing.T) {
 		}
 	}
 
+	// Kill the active controller: another takes over and moves the
+	// leaderships the dead node held (each of the three partitions has a
+	// different preferred leader, so it held one).
 	active := activeController(t, c)
-	st := c.waitPartition(topic, 0, 10*time.Second, "leader", func(s partitionState) bool { return s.leader >= 0 })
+	var led []int32
+	for p := int32(0); p < 3; p++ {
+		st := c.waitPartition(topic, p, 30*time.Second, "leader", func(s partitionState) bool { return s.leader >= 0 })
+		if st.leader == active {
+			led = append(led, p)
+		}
+	}
 	c.node(active).kill9()
 	next := int32(-1)
 	waitFor(t, 30*time.Second, "a new active controller", func() error {
@@ -86,15 +96,15 @@ func TestServesWithAnyBrokerDownAndControllerFailover(t *testing.T) {
 		}
 		return nil
 	})
-	t.Logf("active controller %d killed; %d took over", active, next)
-	// The partition led by the dead node (if it was its leader) moves; in
-	// any case kill a leader and see a new election through the new controller.
-	st = c.waitPartition(topic, 0, 30*time.Second, "a live leader", func(s partitionState) bool { return s.leader >= 0 && s.leader != active })
-	if st.leader != next {
-		c.node(st.leader).kill9()
-		c.waitPartition(topic, 0, 30*time.Second, "re-election by the new controller", func(s partitionState) bool {
-			return s.leader >= 0 && s.leader != active && s.leader != st.leader
+	for _, p := range led {
+		c.waitPartition(topic, p, 30*time.Second, "re-election by the new controller", func(s partitionState) bool {
+			return s.leader >= 0 && s.leader != active
 		})
+	}
+	t.Logf("active controller %d killed; %d took over and re-elected partitions %v", active, next, led)
+	cl := newClient(t, c.runningSeeds(), kgo.DefaultProduceTopic(topic))
+	for i := range 10 {
+		must(t, cl.ProduceSync(ctx, &kgo.Record{Value: []byte(fmt.Sprintf("after-failover-%d", i))}).FirstErr(), "produce after controller failover")
 	}
 }
 

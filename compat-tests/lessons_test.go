@@ -47,7 +47,7 @@ func TestLessonAcks1LosesAcknowledgedRecords(t *testing.T) {
 	})
 	t.Logf("leader %d killed; %d now leads at epoch %d", st.leader, next.leader, next.epoch)
 
-	got := readAll(t, c.runningSeeds(), topic)
+	got := c.readAllSettled(topic)
 	for v := range committed {
 		if _, ok := got[v]; !ok {
 			t.Fatalf("acks=all record %s lost", v)
@@ -122,7 +122,7 @@ func TestLessonAcksAllLosesNothing(t *testing.T) {
 		}
 	}
 	close(acked)
-	got := readAll(t, c.runningSeeds(), topic)
+	got := c.readAllSettled(topic)
 	n := 0
 	for v := range acked {
 		n++
@@ -226,7 +226,7 @@ func staleReplicaLesson(t *testing.T, minISR string, unclean bool) {
 		t.Logf("unclean.leader.election.enable=false: partition offline while only the stale replica is alive")
 		c.restart(c.node(leader))
 		c.waitPartition(topic, 0, 60*time.Second, "the last in-sync replica to lead again", func(s partitionState) bool { return s.leader == leader })
-		got := readAll(t, c.runningSeeds(), topic)
+		got := c.readAllSettled(topic)
 		for _, set := range []map[string]producedKey{early, late, during} {
 			for v := range set {
 				if _, ok := got[v]; !ok {
@@ -237,7 +237,7 @@ func staleReplicaLesson(t *testing.T, minISR string, unclean bool) {
 		t.Logf("nothing lost: %d records", len(got))
 	} else {
 		c.waitPartition(topic, 0, 30*time.Second, "the stale replica elected uncleanly", func(s partitionState) bool { return s.leader == stale })
-		got := readAll(t, c.runningSeeds(), topic)
+		got := c.readAllSettled(topic)
 		for v := range early {
 			if _, ok := got[v]; !ok {
 				t.Fatalf("record %s, which the stale replica had, is missing", v)

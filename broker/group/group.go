@@ -75,6 +75,7 @@ func (g *group) loop(loaded bool) {
 	defer close(g.done)
 	if loaded {
 		g.exec(g.onLoaded)
+		g.refreshSummary()
 	}
 	for {
 		select {
@@ -83,11 +84,6 @@ func (g *group) loop(loaded bool) {
 			return
 		case ev := <-g.events:
 			g.exec(ev)
-			for len(g.deferred) > 0 && !g.dead {
-				next := g.deferred[0]
-				g.deferred = g.deferred[1:]
-				g.exec(next)
-			}
 			if g.dead {
 				g.stopTimers()
 				return
@@ -96,25 +92,31 @@ func (g *group) loop(loaded bool) {
 	}
 }
 
-// exec runs one event; a panic is a bug in this package, logged so that one
-// group cannot take the broker down.
+// exec runs one event, then the zero-delay timers it armed; a panic is a
+// bug in this package, logged so that one group cannot take the broker down.
 func (g *group) exec(ev func()) {
 	defer func() {
 		if r := recover(); r != nil {
 			g.c.log.Error("group: panic in group goroutine", "group", g.id, "panic", r, "stack", string(debug.Stack()))
 		}
-		g.refreshSummary()
 	}()
 	ev()
+	for len(g.deferred) > 0 && !g.dead {
+		next := g.deferred[0]
+		g.deferred = g.deferred[1:]
+		next()
+	}
 }
 
-// run executes fn on the group goroutine and waits for it. It returns false
-// if the group stopped (or ctx ended) before fn started.
+// run executes fn on the group goroutine and waits for it (and for the
+// zero-delay timers it armed). It returns false if the group stopped (or ctx
+// ended) before fn started.
 func (g *group) run(ctx context.Context, fn func()) bool {
 	finished := make(chan struct{})
 	ev := func() {
 		defer close(finished)
-		fn()
+		defer g.refreshSummary()
+		g.exec(fn)
 	}
 	select {
 	case g.events <- ev:
