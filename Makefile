@@ -48,7 +48,7 @@ cluster: build
 		nohup ./$(BIN) serve --node.id=$$n \
 			--listeners=PLAINTEXT://127.0.0.1:$$port,CONTROLLER://127.0.0.1:$$cport \
 			--controller.listener.names=CONTROLLER --controller.quorum.voters=$(VOTERS) \
-			--log.dirs=$$dir --metrics.listen=127.0.0.1:$$((9643 + n)) \
+			--log.dirs=$$dir --metrics.listen=127.0.0.1:$$((9643 + n)) --default.replication.factor=3 \
 			> $$dir/kbroker.log 2>&1 & echo $$! > $$dir/kbroker.pid; \
 		echo "node $$n: 127.0.0.1:$$port (pid $$(cat $$dir/kbroker.pid), log $$dir/kbroker.log)"; \
 	done
