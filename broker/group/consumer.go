@@ -127,6 +127,8 @@ type consumerGroup struct {
 	// revocation), the epoch of its owner: a partition is given to a new
 	// member only once it is free here.
 	partitionEpochs map[[16]byte]map[int32]int32
+	// subscription counts the members' topic names and regexes.
+	subscription groupSubscription
 }
 
 func newConsumerGroup() *consumerGroup {
@@ -135,6 +137,7 @@ func newConsumerGroup() *consumerGroup {
 		static:          make(map[string]string),
 		target:          make(map[string]assignment),
 		partitionEpochs: make(map[[16]byte]map[int32]int32),
+		subscription:    groupSubscription{names: make(map[string]int), regexes: make(map[string]int)},
 	}
 }
 
@@ -188,11 +191,13 @@ func (cg *consumerGroup) updateMember(m *consumerMember) {
 	if old := cg.members[m.id]; old != nil {
 		cg.setPartitionEpochs(old.assigned, 0, true)
 		cg.setPartitionEpochs(old.pendingRevocation, 0, true)
+		cg.subscription.count(old, -1)
 		if old.instanceID != nil && cg.static[*old.instanceID] == m.id {
 			delete(cg.static, *old.instanceID)
 		}
 	}
 	cg.members[m.id] = m
+	cg.subscription.count(m, 1)
 	cg.setPartitionEpochs(m.assigned, m.memberEpoch, false)
 	cg.setPartitionEpochs(m.pendingRevocation, m.memberEpoch, false)
 	if m.instanceID != nil {
@@ -207,6 +212,7 @@ func (cg *consumerGroup) removeMember(id string) {
 	}
 	cg.setPartitionEpochs(m.assigned, 0, true)
 	cg.setPartitionEpochs(m.pendingRevocation, 0, true)
+	cg.subscription.count(m, -1)
 	if m.instanceID != nil && cg.static[*m.instanceID] == id {
 		delete(cg.static, *m.instanceID)
 	}
@@ -233,24 +239,52 @@ func (cg *consumerGroup) validateOffsetCommit(memberID string, epoch int32, vers
 	return 0
 }
 
-// compiledRegex caches a subscription regular expression (RE2 syntax, as
-// Kafka's RE2/J; it must match the whole topic name).
+// compiledRegex is a subscription regular expression (RE2 syntax, as
+// Kafka's RE2/J; it must match the whole topic name) and the topics it
+// matched when last resolved.
 type compiledRegex struct {
-	re  *regexp.Regexp
-	err error
+	re         *regexp.Regexp
+	err        error
+	topics     []string // sorted
+	resolvedAt int64    // ms; 0: never
 }
+
+// regexRefreshInterval: a regex is resolved against the topic list again
+// when its last resolution is older than this (new topics show up within
+// it).
+const regexRefreshInterval = 10 * 1000 // ms
 
 func (g *group) regex(expr string) *compiledRegex {
 	if g.regexes == nil {
 		g.regexes = make(map[string]*compiledRegex)
 	}
-	if r := g.regexes[expr]; r != nil {
-		return r
+	r := g.regexes[expr]
+	if r == nil {
+		re, err := regexp.Compile("^(?:" + expr + ")$")
+		r = &compiledRegex{re: re, err: err}
+		g.regexes[expr] = r
 	}
-	re, err := regexp.Compile("^(?:" + expr + ")$")
-	r := &compiledRegex{re: re, err: err}
-	g.regexes[expr] = r
 	return r
+}
+
+// resolve returns the existing topics a regex matches.
+func (g *group) resolve(expr string) []string {
+	r := g.regex(expr)
+	if r.err != nil {
+		return nil
+	}
+	now := g.c.nowMs()
+	if r.resolvedAt == 0 || now-r.resolvedAt >= regexRefreshInterval {
+		r.topics = r.topics[:0]
+		for _, t := range g.c.opts.AllTopics() {
+			if !internalTopics[t] && r.re.MatchString(t) {
+				r.topics = append(r.topics, t)
+			}
+		}
+		slices.Sort(r.topics)
+		r.resolvedAt = now
+	}
+	return r.topics
 }
 
 // internalTopics are never matched by a subscription regex.
@@ -258,47 +292,62 @@ var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_
 
 // subscribedTopics resolves a member's subscription: its topic names plus
 // the existing topics its regex matches. Sorted.
-func (g *group) subscribedTopics(m *consumerMember, allTopics func() []string) []string {
+func (g *group) subscribedTopics(m *consumerMember) []string {
 	topics := slices.Clone(m.topicNames)
 	if m.topicRegex != nil {
-		if r := g.regex(*m.topicRegex); r.err == nil {
-			for _, t := range allTopics() {
-				if !internalTopics[t] && r.re.MatchString(t) {
-					topics = append(topics, t)
-				}
-			}
-		}
+		topics = append(topics, g.resolve(*m.topicRegex)...)
 	}
 	slices.Sort(topics)
 	return slices.Compact(topics)
 }
 
-// lazyTopics lists all topics once per request.
-func (g *group) lazyTopics() func() []string {
-	var all []string
-	loaded := false
-	return func() []string {
-		if !loaded {
-			all, loaded = g.c.opts.AllTopics(), true
+// groupSubscription is what the whole group subscribes to: topic names and
+// regular expressions, each with the number of members using it.
+type groupSubscription struct {
+	names   map[string]int
+	regexes map[string]int
+}
+
+func (s groupSubscription) clone() groupSubscription {
+	c := groupSubscription{names: make(map[string]int, len(s.names)), regexes: make(map[string]int, len(s.regexes))}
+	for k, v := range s.names {
+		c.names[k] = v
+	}
+	for k, v := range s.regexes {
+		c.regexes[k] = v
+	}
+	return c
+}
+
+// count adds (delta 1) or removes (-1) a member's subscription.
+func (s groupSubscription) count(m *consumerMember, delta int) {
+	for _, t := range m.topicNames {
+		if s.names[t] += delta; s.names[t] <= 0 {
+			delete(s.names, t)
 		}
-		return all
+	}
+	if r := m.topicRegex; r != nil {
+		if s.regexes[*r] += delta; s.regexes[*r] <= 0 {
+			delete(s.regexes, *r)
+		}
 	}
 }
 
-// groupTopics returns every topic the members subscribe to, with the
-// metadata of those that exist.
-func (g *group) groupTopics(members map[string]*consumerMember) (map[string][]string, map[string]topicMeta) {
-	all := g.lazyTopics()
-	subs := make(map[string][]string, len(members))
+// subscribedMetas returns the metadata of every existing topic the group
+// subscribes to.
+func (g *group) subscribedMetas(sub groupSubscription) map[string]topicMeta {
 	metas := make(map[string]topicMeta)
-	for id, m := range members {
-		topics := g.subscribedTopics(m, all)
-		subs[id] = topics
-		for _, t := range topics {
-			if _, done := metas[t]; done {
-				continue
-			}
+	add := func(t string) {
+		if _, done := metas[t]; !done {
 			metas[t] = g.topicMeta(t)
+		}
+	}
+	for t := range sub.names {
+		add(t)
+	}
+	for r := range sub.regexes {
+		for _, t := range g.resolve(r) {
+			add(t)
 		}
 	}
 	for t, meta := range metas {
@@ -306,7 +355,7 @@ func (g *group) groupTopics(members map[string]*consumerMember) (map[string][]st
 			delete(metas, t)
 		}
 	}
-	return subs, metas
+	return metas
 }
 
 func (g *group) topicMeta(topic string) topicMeta {
@@ -363,16 +412,10 @@ func (g *group) preferredAssignor(members map[string]*consumerMember) string {
 }
 
 // computeTarget runs the assignor over the members.
-func (g *group) computeTarget(members map[string]*consumerMember, previous map[string]assignment) map[string]assignment {
-	subs, metas := g.groupTopics(members)
-	ids := make([]string, 0, len(members))
-	for id := range members {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	in := make([]assignMember, 0, len(ids))
-	for _, id := range ids {
-		in = append(in, assignMember{id: id, topics: subs[id], prev: previous[id]})
+func (g *group) computeTarget(members map[string]*consumerMember, metas map[string]topicMeta, previous map[string]assignment) map[string]assignment {
+	in := make([]assignMember, 0, len(members))
+	for _, id := range sortedKeys(members) {
+		in = append(in, assignMember{id: id, topics: g.subscribedTopics(members[id]), prev: previous[id]})
 	}
 	return assignorsByName[g.preferredAssignor(members)](in, metas)
 }
@@ -497,9 +540,12 @@ func validateMemberEpoch(m *consumerMember, received int32, owned []kmsg.Consume
 
 // consumerSubscribed reports whether a member subscribes to topic.
 func (g *group) consumerSubscribed(topic string) bool {
-	all := g.lazyTopics()
-	for _, m := range g.consumer.members {
-		if slices.Contains(g.subscribedTopics(m, all), topic) {
+	sub := g.consumer.subscription
+	if sub.names[topic] > 0 {
+		return true
+	}
+	for r := range sub.regexes {
+		if _, ok := slices.BinarySearch(g.resolve(r), topic); ok {
 			return true
 		}
 	}

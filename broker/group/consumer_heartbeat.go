@@ -148,15 +148,15 @@ func (g *group) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 			return fail(codeInvalidRegularExpression, fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %v.", *r, re.err))
 		}
 	}
-	members := make(map[string]*consumerMember, len(cg.members)+1)
-	for id, m := range cg.members {
-		members[id] = m
-	}
+	sub := cg.subscription.clone()
 	if replaced != nil {
-		delete(members, replaced.id)
+		sub.count(replaced, -1)
 	}
-	members[memberID] = updated
-	_, metas := g.groupTopics(members)
+	if !isNew && replaced == nil {
+		sub.count(member, -1)
+	}
+	sub.count(updated, 1)
+	metas := g.subscribedMetas(sub)
 	hash := metadataHash(metas)
 	if hash != cg.metadataHash {
 		bump = true
@@ -176,7 +176,15 @@ func (g *group) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 	}
 	newTarget := false
 	if groupEpoch > cg.assignmentEpoch {
-		computed := g.computeTarget(members, targets)
+		members := make(map[string]*consumerMember, len(cg.members)+1)
+		for id, m := range cg.members {
+			members[id] = m
+		}
+		if replaced != nil {
+			delete(members, replaced.id)
+		}
+		members[memberID] = updated
+		computed := g.computeTarget(members, metas, targets)
 		for _, id := range sortedKeys(computed) {
 			if !computed[id].equal(targets[id]) || id == memberID && (isNew || replaced != nil) {
 				records = append(records, targetMemberRecord(g.id, id, computed[id]))
@@ -339,16 +347,12 @@ func (g *group) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, resp *kms
 func (g *group) fenceConsumerMembers(ms []*consumerMember) int16 {
 	cg := g.consumer
 	var records []Record
-	remaining := make(map[string]*consumerMember, len(cg.members))
-	for id, m := range cg.members {
-		remaining[id] = m
-	}
+	sub := cg.subscription.clone()
 	for _, m := range ms {
 		records = append(records, memberRemovalRecords(g.id, m.id)...)
-		delete(remaining, m.id)
+		sub.count(m, -1)
 	}
-	_, metas := g.groupTopics(remaining)
-	hash := metadataHash(metas)
+	hash := metadataHash(g.subscribedMetas(sub))
 	records = append(records, consumerGroupMetadataRecord(g.id, consumerGroupMetadata{epoch: cg.epoch + 1, metadataHash: hash}))
 	if code := g.append(records); code != 0 {
 		return code

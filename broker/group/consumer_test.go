@@ -537,6 +537,7 @@ func TestConsumerRegexSubscription(t *testing.T) {
 	h.setTopic("t3", 2)
 	h.setTopic("other", 2)
 	c := &client{id: "m", epoch: r.MemberEpoch, owned: fromResponse(r.Assignment)}
+	h.clock.Advance(10 * time.Second) // regexes are resolved again after 10s
 	h.step("g", c)
 	if c.owned.count() != 9 {
 		t.Fatalf("new topic not assigned: %v", c.owned)

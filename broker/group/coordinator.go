@@ -52,11 +52,10 @@ type shard struct {
 	wg     sync.WaitGroup // group goroutines and the retention timer callback
 
 	// guarded by Coordinator.mu:
-	state          shardState
-	groups         map[string]*group
-	stopped        bool
-	stopRetention  func() bool
-	retentionRound int
+	state         shardState
+	groups        map[string]*group
+	stopped       bool
+	stopRetention func() bool
 }
 
 // NewCoordinator returns a coordinator that leads no partition yet.
@@ -79,7 +78,9 @@ func (c *Coordinator) nowMs() int64 { return c.opts.Now().UnixMilli() }
 // Until it returns, requests for those groups get
 // COORDINATOR_LOAD_IN_PROGRESS. If p was led already, its groups are
 // unloaded first. An error from records aborts the load: the partition is
-// then not served (NOT_COORDINATOR).
+// then not served (NOT_COORDINATOR). BecomeLeader returns once the partition
+// is loaded; brokers that must not wait call it on a goroutine of their own
+// (Resign may be called meanwhile).
 func (c *Coordinator) BecomeLeader(p int32, store Store, records iter.Seq2[Record, error]) error {
 	if p < 0 || p >= c.opts.NumPartitions {
 		return fmt.Errorf("group: partition %d out of range [0, %d)", p, c.opts.NumPartitions)
@@ -274,6 +275,8 @@ func (c *Coordinator) runRetention(s *shard) {
 		c.mu.Unlock()
 		return
 	}
+	s.wg.Add(1) // Resign and Close wait for this round
+	defer s.wg.Done()
 	groups := make([]*group, 0, len(s.groups))
 	for _, g := range s.groups {
 		groups = append(groups, g)
