@@ -66,6 +66,27 @@ func (c *Coordinator) validateConsumerHeartbeat(req *kmsg.ConsumerGroupHeartbeat
 	return 0, ""
 }
 
+// heartbeatPlan is a heartbeat's outcome before it is committed: the
+// records to write and the state to install once they are.
+type heartbeatPlan struct {
+	cg         *consumerGroup // the group (a new one when converting)
+	converting bool           // an empty classic group becomes this group
+	memberID   string
+	member     *consumerMember // as the group knows it (new for a join)
+	replaced   *consumerMember // the static member this one takes over
+	isNew      bool
+	updated    *consumerMember // with the request's subscription
+	reconciled *consumerMember // moved towards its target
+	records    []Record
+
+	groupEpoch   int32
+	metadataHash int64
+	metas        map[string]topicMeta
+	targetEpoch  int32
+	targets      map[string]assignment
+	newTarget    bool
+}
+
 // consumerHeartbeat handles a ConsumerGroupHeartbeat on the group goroutine.
 func (g *group) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbeatRequest) *kmsg.ConsumerGroupHeartbeatResponse {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
@@ -80,164 +101,175 @@ func (g *group) consumerHeartbeat(client Client, req *kmsg.ConsumerGroupHeartbea
 	if req.MemberEpoch == leaveGroupMemberEpoch || req.MemberEpoch == leaveGroupStaticMemberEpoch {
 		return g.consumerLeave(req, resp)
 	}
-
-	var records []Record
-	cg := g.consumer
-	converting := false
+	p := &heartbeatPlan{cg: g.consumer}
 	if g.classic != nil {
 		if !g.classic.is(classicEmpty) || req.MemberEpoch != 0 {
 			return fail(codeGroupIDNotFound, fmt.Sprintf("Group %s is not a consumer group.", g.id))
 		}
 		// An empty classic group becomes a consumer group; offsets stay.
-		records = append(records, groupMetadataTombstone(g.id))
-		cg, converting = newConsumerGroup(), true
+		p.records = append(p.records, groupMetadataTombstone(g.id))
+		p.cg, p.converting = newConsumerGroup(), true
 	}
-	if int32(len(cg.members)) >= g.c.opts.ConsumerMaxGroupSize && (req.MemberID == "" || cg.members[req.MemberID] == nil) {
+	if int32(len(p.cg.members)) >= g.c.opts.ConsumerMaxGroupSize && (req.MemberID == "" || p.cg.members[req.MemberID] == nil) {
 		return fail(codeGroupMaxSizeReached, fmt.Sprintf("The consumer group has reached its maximum capacity of %d members.", g.c.opts.ConsumerMaxGroupSize))
 	}
-	memberID := req.MemberID
-	if memberID == "" {
-		memberID = newUUID()
+	p.memberID = req.MemberID
+	if p.memberID == "" {
+		p.memberID = newUUID()
 	}
-
-	// The member as the group knows it (a new one for a join), and the old
-	// static member it replaces, if any.
-	member, replaced, isNew, code, msg := g.heartbeatMember(cg, memberID, req)
+	var code int16
+	var msg string
+	p.member, p.replaced, p.isNew, code, msg = g.heartbeatMember(p.cg, p.memberID, req)
 	if code != 0 {
 		return fail(code, msg)
 	}
-	if replaced != nil {
-		records = append(records, memberRemovalRecords(g.id, replaced.id)...)
+	if p.replaced != nil {
+		p.records = append(p.records, memberRemovalRecords(g.id, p.replaced.id)...)
 	}
+	if code, msg := g.planSubscription(p, client, req); code != 0 {
+		return fail(code, msg)
+	}
+	g.planTarget(p)
+	p.reconciled = reconcile(p.updated, p.targetEpoch, p.targets[p.memberID], req.Topics, p.cg.currentPartitionEpoch)
+	if p.isNew || p.replaced != nil || !p.reconciled.sameAssignment(p.updated) {
+		p.records = append(p.records, memberAssignmentRecord(g.id, p.memberID, &p.reconciled.memberAssignment))
+	}
+	if code := g.append(p.records); code != 0 {
+		return fail(code, "")
+	}
+	g.applyHeartbeat(p)
 
-	// 1. Update the member; a new subscription bumps the group epoch.
-	updated := member.clone()
+	resp.MemberID = &p.memberID
+	resp.MemberEpoch = p.reconciled.memberEpoch
+	resp.HeartbeatIntervalMillis = int32(g.c.opts.ConsumerHeartbeatInterval.Milliseconds())
+	// The assignment goes out on a full request (a join, or a client
+	// resending everything after an error) or when it changed.
+	full := req.MemberEpoch == 0 || req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
+	if full || !p.member.assigned.equal(p.reconciled.assigned) {
+		resp.Assignment = responseAssignment(p.reconciled.assigned)
+	}
+	return resp
+}
+
+// planSubscription is step 1: the member with the request's fields; a new
+// subscription, or a change of the subscribed topics' metadata, bumps the
+// group epoch.
+func (g *group) planSubscription(p *heartbeatPlan, client Client, req *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
+	u := p.member.clone()
 	if req.InstanceID != nil {
-		updated.instanceID = req.InstanceID
+		u.instanceID = req.InstanceID
 	}
 	if req.RackID != nil {
-		updated.rackID = req.RackID
+		u.rackID = req.RackID
 	}
 	if req.RebalanceTimeoutMillis != -1 {
-		updated.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
+		u.rebalanceTimeoutMs = req.RebalanceTimeoutMillis
 	}
 	if req.ServerAssignor != nil {
-		updated.serverAssignor = req.ServerAssignor
+		u.serverAssignor = req.ServerAssignor
 	}
 	if req.SubscribedTopicNames != nil {
 		names := slices.Clone(req.SubscribedTopicNames)
 		slices.Sort(names)
-		updated.topicNames = slices.Compact(names)
+		u.topicNames = slices.Compact(names)
 	}
 	if req.SubscribedTopicRegex != nil {
-		updated.topicRegex = req.SubscribedTopicRegex
+		u.topicRegex = req.SubscribedTopicRegex
 		if *req.SubscribedTopicRegex == "" {
-			updated.topicRegex = nil
+			u.topicRegex = nil
 		}
 	}
-	updated.clientID, updated.clientHost = client.ID, client.Host
-	bump := cg.epoch == 0
-	if isNew || replaced != nil || !updated.sameSubscription(member) {
-		records = append(records, memberSubscriptionRecord(g.id, memberID, &updated.memberSubscription))
-		if !slices.Equal(updated.topicNames, member.topicNames) || !ptrEq(updated.topicRegex, member.topicRegex) {
+	u.clientID, u.clientHost = client.ID, client.Host
+	if r := u.topicRegex; r != nil && !ptrEq(r, p.member.topicRegex) {
+		if re := g.regex(*r); re.err != nil {
+			return codeInvalidRegularExpression, fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %v.", *r, re.err)
+		}
+	}
+	p.updated = u
+	bump := p.cg.epoch == 0
+	if p.isNew || p.replaced != nil || !u.sameSubscription(p.member) {
+		p.records = append(p.records, memberSubscriptionRecord(g.id, p.memberID, &u.memberSubscription))
+		if !slices.Equal(u.topicNames, p.member.topicNames) || !ptrEq(u.topicRegex, p.member.topicRegex) {
 			bump = true
 		}
 	}
-	if r := updated.topicRegex; r != nil && !ptrEq(r, member.topicRegex) {
-		if re := g.regex(*r); re.err != nil {
-			return fail(codeInvalidRegularExpression, fmt.Sprintf("SubscribedTopicRegex `%s` is not a valid regular expression: %v.", *r, re.err))
+	sub := p.cg.subscription.clone()
+	switch {
+	case p.replaced != nil:
+		sub.count(p.replaced, -1)
+	case !p.isNew:
+		sub.count(p.member, -1)
+	}
+	sub.count(u, 1)
+	p.metas = g.subscribedMetas(sub)
+	p.metadataHash = metadataHash(p.metas)
+	p.groupEpoch = p.cg.epoch
+	if bump || p.metadataHash != p.cg.metadataHash {
+		p.groupEpoch++
+		p.records = append(p.records, consumerGroupMetadataRecord(g.id, consumerGroupMetadata{epoch: p.groupEpoch, metadataHash: p.metadataHash}))
+	}
+	return 0, ""
+}
+
+// planTarget is step 2: a new target assignment when the group epoch moved
+// past the current one.
+func (g *group) planTarget(p *heartbeatPlan) {
+	cg := p.cg
+	p.targetEpoch, p.targets = cg.assignmentEpoch, cg.target
+	if p.replaced != nil {
+		p.targets = cloneTargets(p.targets)
+		p.targets[p.memberID] = p.targets[p.replaced.id]
+		delete(p.targets, p.replaced.id)
+	}
+	if p.groupEpoch <= cg.assignmentEpoch {
+		if p.replaced != nil {
+			p.records = append(p.records, targetMemberRecord(g.id, p.memberID, p.targets[p.memberID]))
+		}
+		return
+	}
+	members := make(map[string]*consumerMember, len(cg.members)+1)
+	for id, m := range cg.members {
+		members[id] = m
+	}
+	if p.replaced != nil {
+		delete(members, p.replaced.id)
+	}
+	members[p.memberID] = p.updated
+	computed := g.computeTarget(members, p.metas, p.targets)
+	for _, id := range sortedKeys(computed) {
+		if !computed[id].equal(p.targets[id]) || id == p.memberID && (p.isNew || p.replaced != nil) {
+			p.records = append(p.records, targetMemberRecord(g.id, id, computed[id]))
 		}
 	}
-	sub := cg.subscription.clone()
-	if replaced != nil {
-		sub.count(replaced, -1)
-	}
-	if !isNew && replaced == nil {
-		sub.count(member, -1)
-	}
-	sub.count(updated, 1)
-	metas := g.subscribedMetas(sub)
-	hash := metadataHash(metas)
-	if hash != cg.metadataHash {
-		bump = true
-	}
-	groupEpoch := cg.epoch
-	if bump {
-		groupEpoch++
-		records = append(records, consumerGroupMetadataRecord(g.id, consumerGroupMetadata{epoch: groupEpoch, metadataHash: hash}))
-	}
+	p.records = append(p.records, targetMetaRecord(g.id, p.groupEpoch))
+	p.targetEpoch, p.targets, p.newTarget = p.groupEpoch, computed, true
+}
 
-	// 2. Recompute the target assignment when the group epoch moved past it.
-	targetEpoch, targets := cg.assignmentEpoch, cg.target
-	if replaced != nil {
-		targets = cloneTargets(targets)
-		targets[memberID] = targets[replaced.id]
-		delete(targets, replaced.id)
-	}
-	newTarget := false
-	if groupEpoch > cg.assignmentEpoch {
-		members := make(map[string]*consumerMember, len(cg.members)+1)
-		for id, m := range cg.members {
-			members[id] = m
-		}
-		if replaced != nil {
-			delete(members, replaced.id)
-		}
-		members[memberID] = updated
-		computed := g.computeTarget(members, metas, targets)
-		for _, id := range sortedKeys(computed) {
-			if !computed[id].equal(targets[id]) || id == memberID && (isNew || replaced != nil) {
-				records = append(records, targetMemberRecord(g.id, id, computed[id]))
-			}
-		}
-		records = append(records, targetMetaRecord(g.id, groupEpoch))
-		targetEpoch, targets, newTarget = groupEpoch, computed, true
-	} else if replaced != nil {
-		records = append(records, targetMemberRecord(g.id, memberID, targets[memberID]))
-	}
-
-	// 3. Reconcile the member with its target.
-	reconciled := reconcile(updated, targetEpoch, targets[memberID], req.Topics, cg.currentPartitionEpoch)
-	if isNew || replaced != nil || !reconciled.sameAssignment(updated) {
-		records = append(records, memberAssignmentRecord(g.id, memberID, &reconciled.memberAssignment))
-	}
-
-	if code := g.append(records); code != 0 {
-		return fail(code, "")
-	}
-
-	// Committed: apply.
-	if converting {
+// applyHeartbeat installs a committed plan and re-arms the member's timers.
+func (g *group) applyHeartbeat(p *heartbeatPlan) {
+	cg := p.cg
+	if p.converting {
 		g.stopTimers()
 		g.classic, g.consumer = nil, cg
 	}
-	if replaced != nil {
-		cg.removeMember(replaced.id)
-		g.cancelTimer(sessionKey(replaced.id))
-		g.cancelTimer(rebalanceKey(replaced.id))
+	if p.replaced != nil {
+		cg.removeMember(p.replaced.id)
+		g.cancelTimer(sessionKey(p.replaced.id))
+		g.cancelTimer(rebalanceKey(p.replaced.id))
 	}
-	cg.epoch, cg.metadataHash = groupEpoch, hash
-	if newTarget || replaced != nil {
-		cg.target, cg.assignmentEpoch = targets, targetEpoch
+	cg.epoch, cg.metadataHash = p.groupEpoch, p.metadataHash
+	if p.newTarget || p.replaced != nil {
+		cg.target, cg.assignmentEpoch = p.targets, p.targetEpoch
 	}
-	cg.updateMember(reconciled)
-	g.scheduleConsumerSessionTimeout(memberID)
-	if !reconciled.sameAssignment(updated) || isNew {
-		if reconciled.state == memberUnrevokedPartitions {
-			g.scheduleConsumerRebalanceTimeout(reconciled)
+	cg.updateMember(p.reconciled)
+	g.scheduleConsumerSessionTimeout(p.memberID)
+	if p.isNew || !p.reconciled.sameAssignment(p.updated) {
+		if p.reconciled.state == memberUnrevokedPartitions {
+			g.scheduleConsumerRebalanceTimeout(p.reconciled)
 		} else {
-			g.cancelTimer(rebalanceKey(memberID))
+			g.cancelTimer(rebalanceKey(p.memberID))
 		}
 	}
-
-	resp.MemberID = &memberID
-	resp.MemberEpoch = reconciled.memberEpoch
-	resp.HeartbeatIntervalMillis = int32(g.c.opts.ConsumerHeartbeatInterval.Milliseconds())
-	full := req.MemberEpoch == 0 || req.RebalanceTimeoutMillis != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Topics != nil
-	if full || !member.assigned.equal(reconciled.assigned) {
-		resp.Assignment = responseAssignment(reconciled.assigned)
-	}
-	return resp
 }
 
 // heartbeatMember finds (or creates, for epoch 0) the member a heartbeat
