@@ -1,6 +1,7 @@
 package group
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -603,5 +604,94 @@ func TestLoadInProgress(t *testing.T) {
 	}
 	if code := h.heartbeat("g", "m", 1); code != codeUnknownMemberID {
 		t.Fatalf("heartbeat after load: %d", code)
+	}
+}
+
+// TestRejoinWithoutChange: a follower rejoining a Stable group with the
+// same metadata gets the current generation without a rebalance; a member
+// that lost its JoinGroup response during CompletingRebalance gets it
+// again; changed metadata rebalances.
+func TestRejoinWithoutChange(t *testing.T) {
+	h := newHarness(t, nil)
+	ids := h.stableGroup("g", 2)
+	r := h.join(joinReq("g", ids[1]))
+	if r.ErrorCode != 0 || r.Generation != 1 || len(r.Members) != 0 || h.state("g") != "Stable" {
+		t.Fatalf("follower rejoin: %+v (%s)", r, h.state("g"))
+	}
+	// The leader rejoining forces a rebalance.
+	lead := h.joinAsync(joinReq("g", ids[0]))
+	follow := h.joinAsync(joinReq("g", ids[1]))
+	recv(t, lead)
+	recv(t, follow)
+	if s := h.state("g"); s != "CompletingRebalance" {
+		t.Fatalf("state %s", s)
+	}
+	again := h.join(joinReq("g", ids[0]))
+	if again.ErrorCode != 0 || again.Generation != 2 || len(again.Members) != 2 {
+		t.Fatalf("lost response: %+v", again)
+	}
+	// New metadata: a rebalance.
+	h.joinAsync(joinReq("g", ids[1], withProtocols("range", "sticky")))
+	if s := h.state("g"); s != "PreparingRebalance" {
+		t.Fatalf("state %s after new metadata", s)
+	}
+}
+
+// TestPendingSyncExpiry: members that got their JoinGroup response but do
+// not send SyncGroup within the rebalance timeout are removed.
+func TestPendingSyncExpiry(t *testing.T) {
+	h := newHarness(t, nil)
+	ids := h.stableGroup("g", 2, withTimeouts(time.Minute, 10*time.Second))
+	a := h.joinAsync(joinReq("g", ids[0], withTimeouts(time.Minute, 10*time.Second)))
+	b := h.joinAsync(joinReq("g", ids[1], withTimeouts(time.Minute, 10*time.Second)))
+	ra, rb := recv(t, a), recv(t, b)
+	leader, follower := ra, rb
+	if rb.LeaderID == rb.MemberID {
+		leader, follower = rb, ra
+	}
+	// Only the follower syncs; the leader never does.
+	fs := h.syncAsync("g", follower.MemberID, 2, nil)
+	h.clock.Advance(10 * time.Second)
+	if r := recv(t, fs); r.ErrorCode != codeRebalanceInProgress {
+		t.Fatalf("follower sync: %d", r.ErrorCode)
+	}
+	if code := h.heartbeat("g", leader.MemberID, 2); code != codeUnknownMemberID {
+		t.Fatalf("leader that never synced: %d", code)
+	}
+	r := recv(t, h.joinAsync(joinReq("g", follower.MemberID, withTimeouts(time.Minute, 10*time.Second))))
+	if r.ErrorCode != 0 || r.Generation != 3 || r.LeaderID != follower.MemberID {
+		t.Fatalf("rejoin: %+v", r)
+	}
+}
+
+// TestParkedRequestsRespectContext: JoinGroup and SyncGroup return when the
+// request's context ends.
+func TestParkedRequestsRespectContext(t *testing.T) {
+	h := newHarness(t, nil)
+	first := h.c.JoinGroup(ctxBG, Client{ID: "c"}, joinReq("g", ""))
+	ctx, cancel := context.WithCancel(ctxBG)
+	done := make(chan *kmsg.JoinGroupResponse, 1)
+	go func() { done <- h.c.JoinGroup(ctx, Client{ID: "c"}, joinReq("g", first.MemberID)) }()
+	cancel()
+	if r := recv(t, done); r.ErrorCode != codeCoordinatorNotAvailable || r.Version != 9 {
+		t.Fatalf("cancelled join: %+v", r)
+	}
+	ids := h.stableGroup("s", 2)
+	h.joinAsync(joinReq("s", ids[0]))
+	r := recv(t, h.joinAsync(joinReq("s", ids[1])))
+	follower := ids[0]
+	if r.LeaderID == follower {
+		follower = ids[1]
+	}
+	req := kmsg.NewPtrSyncGroupRequest()
+	req.Version, req.Group, req.MemberID, req.Generation = 3, "s", follower, r.Generation
+	sctx, scancel := context.WithTimeout(ctxBG, 10*time.Millisecond)
+	defer scancel()
+	if s := h.c.SyncGroup(sctx, req); s.ErrorCode != codeCoordinatorNotAvailable || s.Version != 3 {
+		t.Fatalf("sync with an expired context: %+v", s)
+	}
+	req.Group = ""
+	if s := h.c.SyncGroup(ctxBG, req); s.ErrorCode != codeInvalidGroupID {
+		t.Fatalf("sync without group: %+v", s)
 	}
 }

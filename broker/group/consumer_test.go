@@ -543,3 +543,25 @@ func TestConsumerRegexSubscription(t *testing.T) {
 		t.Fatalf("new topic not assigned: %v", c.owned)
 	}
 }
+
+// TestConsumerLostResponse: a member whose epoch bump got lost heartbeats
+// with the previous epoch and a subset of its partitions: accepted.
+func TestConsumerLostResponse(t *testing.T) {
+	h := newHarness(t, nil)
+	a := &client{id: "a", topics: []string{"t1"}}
+	h.settle("g", []*client{a})
+	b := &client{id: "b", topics: []string{"t1"}}
+	h.step("g", b)
+	h.step("g", a) // revoke two: still epoch 1
+	old := a.epoch
+	h.step("g", a) // epoch 2; pretend the response was lost
+	if a.epoch == old {
+		t.Fatalf("epoch did not move: %d", a.epoch)
+	}
+	if r := h.cgHeartbeat(cgReq("g", "a", old, nil, a.owned)); r.ErrorCode != 0 || r.MemberEpoch != a.epoch {
+		t.Fatalf("previous epoch with a subset: %+v", r)
+	}
+	if r := h.cgHeartbeat(cgReq("g", "a", old, nil, assignment{testTopicID("t1"): {0, 1, 2, 3}})); r.ErrorCode != codeFencedMemberEpoch {
+		t.Fatalf("previous epoch with partitions it lost: %d", r.ErrorCode)
+	}
+}
