@@ -70,7 +70,10 @@ func (g *group) joinGroup(client Client, req *kmsg.JoinGroupRequest, reply chan<
 
 	if !g.acceptJoiningMember(req.MemberID) {
 		if cg.member(req.MemberID) != nil {
+			// A member that had not rejoined yet is dropped (the group may
+			// have shrunk its maximum): the join phase may be complete now.
 			g.removeCurrentMember(req.MemberID)
+			g.maybeCompleteJoinPhase()
 		} else {
 			cg.remove(req.MemberID)
 			g.cancelTimer(heartbeatKey(req.MemberID))
