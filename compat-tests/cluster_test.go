@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -121,4 +122,69 @@ func activeController(t *testing.T, c *cluster) int32 {
 		return -1
 	}
 	return resp.ControllerID
+}
+
+// Idempotent producer state is replicated: after the leader dies, the new
+// leader recognises a batch the old one acknowledged and answers it with the
+// original offset instead of writing it twice; a gap is still refused.
+func TestProducerStateSurvivesLeaderChange(t *testing.T) {
+	needOwnCluster(t)
+	t.Parallel()
+	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags()})
+	adm := newAdmin(t, c.seeds())
+	topic := newTopic(t, adm, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
+	c.waitTopicEverywhere(topic, 1, 3)
+	cl := newClient(t, c.seeds())
+	ctx := ctxTimeout(t, 2*time.Minute)
+	init, err := kmsg.NewPtrInitProducerIDRequest().RequestWith(ctx, cl)
+	must(t, err, "InitProducerId")
+	now := time.Now().UnixMilli()
+	mk := func(seq int32) []byte {
+		return rawBatch{producerID: init.ProducerID, producerEpoch: init.ProducerEpoch, baseSequence: seq, timestamps: []int64{now, now}}.encode()
+	}
+	first, second := mk(0), mk(2)
+	send := func(b []byte) kmsg.ProduceResponseTopicPartition {
+		t.Helper()
+		var out kmsg.ProduceResponseTopicPartition
+		waitFor(t, 30*time.Second, "a produce answer from the leader", func() error {
+			st, err := c.describe(topic, 0)
+			if err != nil || st.leader < 0 {
+				return fmt.Errorf("no leader (%v)", err)
+			}
+			cl := newClient(t, c.runningSeeds())
+			if _, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl); err != nil {
+				return err
+			}
+			resp, err := cl.Broker(int(st.leader)).Request(ctx, produceRawReq(topic, 0, -1, b))
+			if err != nil {
+				return err
+			}
+			out = resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+			if out.ErrorCode == kerr.NotLeaderForPartition.Code {
+				return kerr.NotLeaderForPartition
+			}
+			return nil
+		})
+		return out
+	}
+	if p := send(first); p.ErrorCode != 0 || p.BaseOffset != 0 {
+		t.Fatalf("first batch: %v at %d", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+	}
+	if p := send(second); p.ErrorCode != 0 || p.BaseOffset != 2 {
+		t.Fatalf("second batch: %v at %d", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+	}
+	old := c.waitPartition(topic, 0, 10*time.Second, "leader", func(s partitionState) bool { return s.leader >= 0 })
+	c.node(old.leader).kill9()
+	c.waitPartition(topic, 0, 30*time.Second, "a new leader", func(s partitionState) bool {
+		return s.leader >= 0 && s.leader != old.leader
+	})
+	if p := send(second); p.ErrorCode != 0 || p.BaseOffset != 2 {
+		t.Fatalf("resent batch on the new leader: %v at %d, want a duplicate answered with offset 2", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+	}
+	if p := send(mk(7)); p.ErrorCode != kerr.OutOfOrderSequenceNumber.Code {
+		t.Fatalf("gap on the new leader: %v, want OUT_OF_ORDER_SEQUENCE_NUMBER", kerr.ErrorForCode(p.ErrorCode))
+	}
+	if p := send(mk(4)); p.ErrorCode != 0 || p.BaseOffset != 4 {
+		t.Fatalf("next batch on the new leader: %v at %d", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+	}
 }
