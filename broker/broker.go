@@ -37,6 +37,7 @@ type Broker struct {
 	// the ports are known.
 	listeners map[string]net.Listener
 
+	groups      *groups                      // the group coordinator wired to this broker
 	image       atomic.Pointer[metadataView] // the latest applied image
 	producers   *producerIDs
 	imageReady  chan struct{} // closed once the first image is applied
@@ -82,6 +83,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	b.ctrl = ctrl
 	b.server = protocol.NewServer(b.dispatch, b.serverOptions())
+	b.groups = newGroups(b)
 	ctrl.Subscribe(b.applyImage)
 
 	// Register first: a broker outside the voters joins the quorum (and so
@@ -165,6 +167,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		l.Close() // bound but never served when Start failed early
 	}
 	b.wg.Wait()
+	if b.groups != nil {
+		b.groups.close()
+	}
 	if b.replicas != nil {
 		b.replicas.Close()
 	}

@@ -65,6 +65,9 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 		}
 	}
 	b.image.Store(view)
+	if b.groups != nil {
+		b.groups.applyImage(next)
+	}
 	b.viewChanged.broadcast()
 	select {
 	case <-b.imageReady:
@@ -147,5 +150,8 @@ func logConfigFor(tc config.TopicConfig) storage.LogConfig {
 		FlushMessages:      tc.FlushMessages,
 		FlushMs:            tc.FlushMs,
 		Compact:            slices.Contains(tc.CleanupPolicy, "compact"),
+		// Grow files 1 MiB at a time: 50 idle __consumer_offsets partitions
+		// must not reserve hundreds of megabytes.
+		PreallocateChunkBytes: 1 << 20,
 	}
 }

@@ -263,7 +263,11 @@ func (c *cluster) stop() {
 			nodes = append(nodes[:len(nodes):len(nodes)], c.controller)
 		}
 		for _, n := range nodes {
-			c.t.Logf("---- node %d output (last 8 KiB) ----\n%s", n.id, tail(n.logs(), 8<<10))
+			limit := 8 << 10
+			if os.Getenv("KBROKER_TEST_FULL_LOGS") != "" {
+				limit = 1 << 30
+			}
+			c.t.Logf("---- node %d output (last %d bytes) ----\n%s", n.id, limit, tail(n.logs(), limit))
 		}
 	}
 }

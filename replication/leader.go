@@ -231,7 +231,7 @@ type AlterISR struct {
 // maybeExpandISRLocked proposes adding f to the ISR if it caught up. Must be
 // called with mu held for writing.
 func (p *Partition) maybeExpandISRLocked(f *FollowerProgress) *AlterISR {
-	if p.isr.kind != isrCommitted || slices.Contains(p.isr.committed, f.ID) {
+	if p.isr.kind != isrCommitted || slices.Contains(p.isr.committed, f.ID) || p.now().Before(p.isrRetryAfter) {
 		return nil
 	}
 	if !CanJoinISR(f, p.log.HighWatermark(), p.leaderEpochStartOffset) {
@@ -250,11 +250,15 @@ func (p *Partition) alterLocked(isr []int32) *AlterISR {
 		LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: slices.Clone(isr)}
 }
 
+// isrRetryBackoff is how long a leader waits before proposing again after
+// the controller refused an ISR change (or could not be reached).
+const isrRetryBackoff = 500 * time.Millisecond
+
 // MaybeShrinkISR proposes removing followers that have lagged more than
 // lagMax (replica.lag.time.max.ms). Called periodically by the manager.
 func (p *Partition) MaybeShrinkISR(lagMax time.Duration) {
 	p.mu.Lock()
-	if p.role != RoleLeader || p.isr.kind != isrCommitted {
+	if p.role != RoleLeader || p.isr.kind != isrCommitted || p.now().Before(p.isrRetryAfter) {
 		p.mu.Unlock()
 		return
 	}
@@ -287,6 +291,7 @@ func (p *Partition) ISRResult(sent AlterISR, isr []int32, leaderEpoch, partition
 	if err != nil {
 		p.logger.Warn("ISR change refused", "proposed", sent.NewISR, "err", err)
 		p.isr = isrState{committed: p.isr.committed}
+		p.isrRetryAfter = p.now().Add(isrRetryBackoff)
 		return
 	}
 	if leaderEpoch != p.leaderEpoch || partitionEpoch <= p.partitionEpoch {

@@ -51,6 +51,9 @@ type Partition struct {
 	followers map[int32]*FollowerProgress
 	// minISR is min.insync.replicas for this topic.
 	minISR int32
+	// isrRetryAfter holds off new ISR proposals after the controller refused
+	// one, so a leader whose epoch is being fenced does not spin.
+	isrRetryAfter time.Time
 
 	watchers watchers // woken on append, HW move, role change
 }

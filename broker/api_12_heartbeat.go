@@ -1,0 +1,22 @@
+package broker
+
+// Heartbeat (key 12), v0-v4: keeps a classic member's session; answers
+// REBALANCE_IN_PROGRESS while the group rebalances.
+// Served by the group coordinator (broker/group); the answer is produced on
+// the connection's writer, so waiting for a rebalance or for the ISR does not
+// hold up the reader.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+func (b *Broker) handleHeartbeat(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.HeartbeatRequest)
+	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
+		return b.groups.coord.Heartbeat(ctx, r)
+	}}
+}

@@ -1,0 +1,22 @@
+package broker
+
+// SyncGroup (key 14), v0-v5: the leader hands out assignments; followers wait for
+// theirs.
+// Served by the group coordinator (broker/group); the answer is produced on
+// the connection's writer, so waiting for a rebalance or for the ISR does not
+// hold up the reader.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+func (b *Broker) handleSyncGroup(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.SyncGroupRequest)
+	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
+		return b.groups.coord.SyncGroup(ctx, r)
+	}}
+}

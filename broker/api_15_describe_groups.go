@@ -1,0 +1,22 @@
+package broker
+
+// DescribeGroups (key 15), v0-v5: state, protocol and members of the groups this
+// broker coordinates (NOT_COORDINATOR for others).
+// Served by the group coordinator (broker/group); the answer is produced on
+// the connection's writer, so waiting for a rebalance or for the ISR does not
+// hold up the reader.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+func (b *Broker) handleDescribeGroups(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.DescribeGroupsRequest)
+	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
+		return b.groups.coord.DescribeGroups(ctx, r)
+	}}
+}

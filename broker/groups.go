@@ -1,0 +1,277 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/broker/group"
+	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/replication/controller"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// offsetsTopic holds committed offsets and group metadata (compacted). The
+// coordinator of a group is the leader of the partition its id hashes to.
+const offsetsTopic = "__consumer_offsets"
+
+// groups connects the group coordinator to this broker: it feeds it the
+// __consumer_offsets partitions this broker leads (load on leadership,
+// unload on loss) in the order the images say, on one owned goroutine.
+type groups struct {
+	b     *Broker
+	coord *group.Coordinator
+	log   *slog.Logger
+
+	work chan groupTransition
+	stop chan struct{}
+	done chan struct{}
+
+	// led is the leader epoch of each __consumer_offsets partition this
+	// broker leads, as last sent to the coordinator; owned by applyImage's
+	// goroutine.
+	led map[int32]int32
+
+	createMu sync.Mutex // one creation of the offsets topic at a time
+}
+
+type groupTransition struct {
+	partition int32
+	leader    bool
+	part      *replication.Partition
+}
+
+func newGroups(b *Broker) *groups {
+	cfg := b.cfg
+	g := &groups{b: b, log: b.logger.With("component", "groups"), work: make(chan groupTransition, 1024),
+		stop: make(chan struct{}), done: make(chan struct{}), led: map[int32]int32{}}
+	g.coord = group.NewCoordinator(group.Options{
+		NumPartitions:                 cfg.OffsetsTopicNumPartitions,
+		MinSessionTimeout:             cfg.GroupMinSessionTimeout,
+		MaxSessionTimeout:             cfg.GroupMaxSessionTimeout,
+		InitialRebalanceDelay:         cfg.GroupInitialRebalanceDelay,
+		MaxGroupSize:                  cfg.GroupMaxSize,
+		OffsetsRetention:              cfg.OffsetsRetentionMinutes,
+		OffsetsRetentionCheckInterval: cfg.OffsetsRetentionCheckInterval,
+		OffsetMetadataMaxBytes:        cfg.OffsetMetadataMaxBytes,
+		ConsumerHeartbeatInterval:     cfg.GroupConsumerHeartbeatInterval,
+		ConsumerMinHeartbeatInterval:  cfg.GroupConsumerMinHeartbeatInterval,
+		ConsumerMaxHeartbeatInterval:  cfg.GroupConsumerMaxHeartbeatInterval,
+		ConsumerSessionTimeout:        cfg.GroupConsumerSessionTimeout,
+		ConsumerMinSessionTimeout:     cfg.GroupConsumerMinSessionTimeout,
+		ConsumerMaxSessionTimeout:     cfg.GroupConsumerMaxSessionTimeout,
+		ConsumerMaxGroupSize:          cfg.GroupConsumerMaxSize,
+		ConsumerAssignors:             cfg.GroupConsumerAssignors,
+		Logger:                        b.logger,
+		TopicPartitions: func(topic string) (int32, bool) {
+			t, ok := b.view().img.Topics[topic]
+			if !ok {
+				return 0, false
+			}
+			return int32(len(t.Partitions)), true
+		},
+		TopicID: func(topic string) ([16]byte, bool) {
+			t, ok := b.view().img.Topics[topic]
+			if !ok {
+				return [16]byte{}, false
+			}
+			return t.ID, true
+		},
+		AllTopics: func() []string {
+			img := b.view().img
+			out := make([]string, 0, len(img.Topics))
+			for name := range img.Topics {
+				if !isInternalTopic(name) {
+					out = append(out, name)
+				}
+			}
+			return out
+		},
+	})
+	go g.run()
+	return g
+}
+
+// run applies leadership transitions one at a time: loading a partition
+// replays its records, which may take a while, and must not hold up the
+// metadata goroutine.
+func (g *groups) run() {
+	defer close(g.done)
+	for {
+		select {
+		case t := <-g.work:
+			if !t.leader {
+				g.coord.Resign(t.partition)
+				continue
+			}
+			start := time.Now()
+			store := offsetsStore{p: t.part, now: g.b.now}
+			if err := g.coord.BecomeLeader(t.partition, store, logRecords(t.part.Log())); err != nil {
+				g.log.Error("loading group coordinator partition failed", "partition", t.partition, "err", err)
+				continue
+			}
+			g.log.Info("group coordinator partition loaded", "partition", t.partition, "took", time.Since(start))
+		case <-g.stop:
+			return
+		}
+	}
+}
+
+func (g *groups) close() {
+	close(g.stop)
+	<-g.done
+	g.coord.Close()
+}
+
+// applyImage tells the coordinator about leadership changes of
+// __consumer_offsets partitions. Runs on the image goroutine after the
+// partitions' roles were applied.
+func (g *groups) applyImage(img *controller.Image) {
+	t, ok := img.Topics[offsetsTopic]
+	seen := map[int32]bool{}
+	if ok {
+		for _, p := range t.Partitions {
+			if p.Leader != g.b.cfg.NodeID {
+				continue
+			}
+			seen[p.Index] = true
+			if epoch, led := g.led[p.Index]; led && epoch == p.LeaderEpoch {
+				continue
+			}
+			part, held := g.b.replicas.Partition(offsetsTopic, p.Index)
+			if !held {
+				continue
+			}
+			g.led[p.Index] = p.LeaderEpoch
+			g.send(groupTransition{partition: p.Index, leader: true, part: part})
+		}
+	}
+	for idx := range g.led {
+		if !seen[idx] {
+			delete(g.led, idx)
+			g.send(groupTransition{partition: idx, leader: false})
+		}
+	}
+}
+
+func (g *groups) send(t groupTransition) {
+	select {
+	case g.work <- t:
+	case <-g.stop:
+	}
+}
+
+// offsetsStore writes the coordinator's records to its __consumer_offsets
+// partition with acks=all.
+type offsetsStore struct {
+	p   *replication.Partition
+	now func() time.Time
+}
+
+// appendTimeout bounds a coordinator write waiting for the ISR (Kafka's
+// offsets.commit.timeout.ms default).
+const appendTimeout = 5 * time.Second
+
+func (s offsetsStore) Append(ctx context.Context, records []group.Record) error {
+	info, err := s.p.AppendAsLeader(encodeRecords(records, s.now().UnixMilli()), -1, storage.AppendOptions{})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, appendTimeout)
+	defer cancel()
+	return s.p.WaitForHW(ctx, info.LastOffset)
+}
+
+// coordinatorFor finds the coordinator broker of a group, creating the
+// offsets topic on first use.
+func (b *Broker) coordinatorFor(ctx context.Context, key string, listener string) (int32, controller.Endpoint, error) {
+	img := b.view().img
+	t, ok := img.Topics[offsetsTopic]
+	if !ok {
+		if err := b.groups.createOffsetsTopic(ctx); err != nil {
+			b.logger.Warn("creating the offsets topic failed", "err", err)
+		}
+		return -1, controller.Endpoint{}, kerr.CoordinatorNotAvailable
+	}
+	p := group.PartitionFor(key, int32(len(t.Partitions)))
+	leader := t.Partitions[p].Leader
+	br, ok := img.Brokers[leader]
+	if leader < 0 || !ok || br.Fenced {
+		return -1, controller.Endpoint{}, kerr.CoordinatorNotAvailable
+	}
+	ep, ok := endpointFor(br, listener, b.cfg.InterBrokerListenerName)
+	if !ok {
+		return -1, controller.Endpoint{}, kerr.CoordinatorNotAvailable
+	}
+	return leader, ep, nil
+}
+
+// createOffsetsTopic creates __consumer_offsets as Kafka does on the first
+// FindCoordinator: offsets.topic.num.partitions partitions, compacted. The
+// replication factor is offsets.topic.replication.factor, lowered (with a
+// warning) only when the whole cluster has fewer brokers than that, so that
+// a single node works without set-up; a cluster with enough brokers but some
+// down waits for them, as Kafka does.
+func (g *groups) createOffsetsTopic(ctx context.Context) error {
+	if !g.createMu.TryLock() {
+		return nil // another request is creating it
+	}
+	defer g.createMu.Unlock()
+	cfg := g.b.cfg
+	img := g.b.view().img
+	rf := cfg.OffsetsTopicReplicationFactor
+	if registered := int16(len(img.Brokers)); registered < rf {
+		g.log.Warn("offsets.topic.replication.factor is larger than the cluster; creating the offsets topic with fewer replicas",
+			"configured", rf, "brokers", registered)
+		rf = max(registered, 1)
+	}
+	live := 0
+	for _, br := range img.Brokers {
+		if !br.Fenced {
+			live++
+		}
+	}
+	if live < int(rf) {
+		return fmt.Errorf("%d live brokers, offsets.topic.replication.factor needs %d", live, rf)
+	}
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.SetVersion(7)
+	req.TimeoutMillis = 30000
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = offsetsTopic, cfg.OffsetsTopicNumPartitions, rf
+	for k, v := range map[string]string{
+		"cleanup.policy":   "compact",
+		"segment.bytes":    strconv.FormatInt(cfg.OffsetsTopicSegmentBytes, 10),
+		"compression.type": "producer",
+	} {
+		t.Configs = append(t.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: kmsg.StringPtr(v)})
+	}
+	req.Topics = append(req.Topics, t)
+	resp, err := g.b.ctrl.Forward(ctx, req)
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode); err != nil && err != kerr.TopicAlreadyExists {
+		return err
+	}
+	g.log.Info("created the offsets topic", "partitions", cfg.OffsetsTopicNumPartitions, "replication_factor", rf)
+	return nil
+}
+
+// clientOf describes a request's client as the coordinator records it.
+func clientOf(id string, remote net.Addr) group.Client {
+	host := ""
+	if remote != nil {
+		if h, _, err := net.SplitHostPort(remote.String()); err == nil {
+			host = h
+		}
+	}
+	return group.Client{ID: id, Host: "/" + host}
+}
