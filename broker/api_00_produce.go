@@ -22,11 +22,14 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
@@ -113,6 +116,12 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 		pr.ErrorCode = code
 		pr.ErrorMessage = &msg
 		return nil, 0
+	}
+	if tc.MessageTimestampType != "LogAppendTime" {
+		if code, msg := validateTimestamps(rp.Records, b.now().UnixMilli(), tc); code != 0 {
+			pr.ErrorCode, pr.ErrorMessage = code, &msg
+			return nil, 0
+		}
 	}
 	opts := storage.AppendOptions{}
 	if tc.MessageTimestampType == "LogAppendTime" {
@@ -208,4 +217,26 @@ func fillProduceErrors(resp *kmsg.ProduceResponse, r *kmsg.ProduceRequest, code 
 		resp.Topics = append(resp.Topics, out)
 	}
 	return resp
+}
+
+// validateTimestamps applies message.timestamp.before.max.ms and
+// message.timestamp.after.max.ms (KIP-937) to a CreateTime batch, from its
+// header: the largest timestamp may not be more than after.max in the
+// future, the first record's timestamp not more than before.max in the past.
+// (Kafka checks every record; a producer's records within one batch are in
+// time order, so the header's bounds are what matter in practice.)
+func validateTimestamps(records []byte, now int64, tc config.TopicConfig) (int16, string) {
+	h, err := storage.ParseBatchHeader(records)
+	if err != nil {
+		return 0, "" // validateProduceRecords has already refused it
+	}
+	if tc.MessageTimestampAfterMaxMs < math.MaxInt64-now && h.MaxTimestamp > now+tc.MessageTimestampAfterMaxMs {
+		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.after.max.ms=%d ahead of the broker's time %d",
+			h.MaxTimestamp, tc.MessageTimestampAfterMaxMs, now)
+	}
+	if tc.MessageTimestampBeforeMaxMs < now && h.BaseTimestamp < now-tc.MessageTimestampBeforeMaxMs {
+		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.before.max.ms=%d behind the broker's time %d",
+			h.BaseTimestamp, tc.MessageTimestampBeforeMaxMs, now)
+	}
+	return 0, ""
 }

@@ -25,10 +25,24 @@ import (
 
 // Kafka's DescribeConfigs config sources.
 const (
-	sourceDynamicTopic int8 = 1
-	sourceStaticBroker int8 = 4
-	sourceDefault      int8 = 5
+	sourceDynamicTopic         int8 = 1
+	sourceDynamicBroker        int8 = 2
+	sourceDynamicDefaultBroker int8 = 3
+	sourceStaticBroker         int8 = 4
+	sourceDefault              int8 = 5
 )
+
+// dynamicBrokerValue is a broker key's dynamic value on this broker: its own
+// (DYNAMIC_BROKER_CONFIG) over the cluster default (DYNAMIC_DEFAULT_BROKER_CONFIG).
+func (b *Broker) dynamicBrokerValue(view *metadataView, key string) (string, int8, bool) {
+	if v, ok := view.img.BrokerConfigs[strconv.Itoa(int(b.cfg.NodeID))][key]; ok {
+		return v, sourceDynamicBroker, true
+	}
+	if v, ok := view.img.BrokerConfigs[""][key]; ok {
+		return v, sourceDynamicDefaultBroker, true
+	}
+	return "", 0, false
+}
 
 func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.DescribeConfigsRequest)
@@ -41,7 +55,7 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request)
 		case kmsg.ConfigResourceTypeTopic:
 			b.describeTopicConfigs(view, r, rr, &res)
 		case kmsg.ConfigResourceTypeBroker:
-			b.describeBrokerConfigs(r, rr, &res)
+			b.describeBrokerConfigs(view, r, rr, &res)
 		case kmsg.ConfigResourceTypeBrokerLogger:
 			// Loggers are not configurable per class: an empty list.
 		default:
@@ -75,6 +89,12 @@ func (b *Broker) describeTopicConfigs(view *metadataView, r *kmsg.DescribeConfig
 		if v, ok := t.Configs[k.Name]; ok {
 			c.Value, c.Source = kmsg.StringPtr(v), kmsg.ConfigSource(sourceDynamicTopic)
 			synonyms = append(synonyms, synonym(k.Name, v, sourceDynamicTopic))
+		}
+		if v, src, ok := b.dynamicBrokerValue(view, k.BrokerSynonym); ok && k.BrokerSynonym != "" {
+			if c.Value == nil {
+				c.Value, c.Source = kmsg.StringPtr(v), kmsg.ConfigSource(src)
+			}
+			synonyms = append(synonyms, synonym(k.BrokerSynonym, v, src))
 		}
 		if k.BrokerSynonym != "" {
 			e := brokerSources[k.BrokerSynonym]
@@ -114,7 +134,7 @@ func synonym(name, value string, source int8) kmsg.DescribeConfigsResponseResour
 	return s
 }
 
-func (b *Broker) describeBrokerConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, res *kmsg.DescribeConfigsResponseResource) {
+func (b *Broker) describeBrokerConfigs(view *metadataView, r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, res *kmsg.DescribeConfigsResponseResource) {
 	if rr.ResourceName != "" && rr.ResourceName != strconv.Itoa(int(b.cfg.NodeID)) {
 		res.ErrorCode = kerr.InvalidRequest.Code
 		res.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("unexpected broker id: this is broker %d, asked for %s", b.cfg.NodeID, rr.ResourceName))
@@ -124,10 +144,14 @@ func (b *Broker) describeBrokerConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.D
 		if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.Name) {
 			continue
 		}
-		if rr.ResourceName == "" && e.Source.KafkaSource() != sourceDefault {
-			// The cluster-default resource shows only dynamic defaults; kbroker's
-			// static values belong to the broker resource.
-			continue
+		dynValue, dynSource, dynamic := b.dynamicBrokerValue(view, e.Name)
+		if rr.ResourceName == "" {
+			// The cluster-default resource lists only the dynamic defaults.
+			if v, ok := view.img.BrokerConfigs[""][e.Name]; ok {
+				dynValue, dynSource, dynamic = v, sourceDynamicDefaultBroker, true
+			} else {
+				continue
+			}
 		}
 		c := kmsg.NewDescribeConfigsResponseResourceConfig()
 		c.Name = e.Name
@@ -136,6 +160,9 @@ func (b *Broker) describeBrokerConfigs(r *kmsg.DescribeConfigsRequest, rr kmsg.D
 		}
 		c.ReadOnly, c.IsSensitive = e.ReadOnly, e.Sensitive
 		c.Source = kmsg.ConfigSource(e.Source.KafkaSource())
+		if dynamic {
+			c.Value, c.Source = kmsg.StringPtr(dynValue), kmsg.ConfigSource(dynSource)
+		}
 		c.IsDefault = c.Source == kmsg.ConfigSource(sourceDefault)
 		c.ConfigType = kmsg.ConfigType(e.Type)
 		if r.IncludeSynonyms {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"slices"
+	"strconv"
 
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/replication"
@@ -18,8 +19,9 @@ type metadataView struct {
 
 func newMetadataView(img *controller.Image, cfg *config.Config) *metadataView {
 	v := &metadataView{img: img, topicCfg: make(map[string]config.TopicConfig, len(img.Topics))}
+	dynamic := dynamicTopicDefaults(img, cfg.NodeID)
 	for name, t := range img.Topics {
-		tc, err := cfg.ResolveTopicConfig(t.Configs)
+		tc, err := cfg.ResolveTopicConfig(withDefaults(t.Configs, dynamic))
 		if err != nil {
 			// The controller validated these; a value this build rejects
 			// falls back to the broker defaults rather than failing the topic.
@@ -28,6 +30,38 @@ func newMetadataView(img *controller.Image, cfg *config.Config) *metadataView {
 		v.topicCfg[name] = tc
 	}
 	return v
+}
+
+// dynamicTopicDefaults maps the dynamic broker configs in force on this
+// broker (its own, over the cluster-wide defaults) to the topic configs they
+// are defaults of: a dynamic log.retention.ms becomes every topic's
+// retention.ms unless the topic overrides it.
+func dynamicTopicDefaults(img *controller.Image, nodeID int32) map[string]string {
+	out := map[string]string{}
+	for _, resource := range []string{"", strconv.Itoa(int(nodeID))} {
+		dyn := img.BrokerConfigs[resource]
+		for _, k := range config.TopicKeys() {
+			if v, ok := dyn[k.BrokerSynonym]; ok && k.BrokerSynonym != "" {
+				out[k.Name] = v
+			}
+		}
+	}
+	return out
+}
+
+// withDefaults returns overrides over defaults, neither modified.
+func withDefaults(overrides, defaults map[string]string) map[string]string {
+	if len(defaults) == 0 {
+		return overrides
+	}
+	out := make(map[string]string, len(overrides)+len(defaults))
+	for k, v := range defaults {
+		out[k] = v
+	}
+	for k, v := range overrides {
+		out[k] = v
+	}
+	return out
 }
 
 // topic returns a topic and its resolved config.

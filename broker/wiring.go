@@ -71,7 +71,7 @@ func (b *Broker) controllerOptions() controller.Options {
 		BrokerHeartbeatInterval:      b.cfg.BrokerHeartbeatInterval,
 		DefaultNumPartitions:         b.cfg.NumPartitions,
 		DefaultReplicationFactor:     b.cfg.DefaultReplicationFactor,
-		UncleanLeaderElectionEnable:  func() bool { return b.cfg.UncleanLeaderElectionEnable },
+		UncleanLeaderElectionEnable:  b.uncleanDefault,
 		AutoLeaderRebalanceEnable:    b.cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: b.cfg.LeaderImbalanceCheckInterval,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
@@ -276,4 +276,16 @@ func msDuration(ms int64) time.Duration {
 		return time.Duration(math.MaxInt64)
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// uncleanDefault is the broker-level unclean.leader.election.enable the
+// controller elects with: a dynamic cluster-wide value if one was set
+// (IncrementalAlterConfigs on the "" broker resource), else the static one.
+func (b *Broker) uncleanDefault() bool {
+	if b.ctrl != nil {
+		if v, ok := b.ctrl.Image().BrokerConfigs[""]["unclean.leader.election.enable"]; ok {
+			return strings.EqualFold(v, "true")
+		}
+	}
+	return b.cfg.UncleanLeaderElectionEnable
 }

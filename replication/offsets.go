@@ -72,3 +72,27 @@ func (p *Partition) epochForOffsetLocked(offset int64) int32 {
 	}
 	return epoch
 }
+
+// DeleteRecordsBefore moves the log start offset to offset (DeleteRecords);
+// -1 means the HW. Only the leader may, and not beyond the HW. Followers
+// follow the leader's log start from their fetch responses.
+func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.role != RoleLeader {
+		return -1, kerr.NotLeaderForPartition
+	}
+	hw := p.log.HighWatermark()
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return -1, kerr.OffsetOutOfRange
+	}
+	if offset > p.log.LogStartOffset() {
+		if err := p.log.SetLogStartOffset(offset); err != nil {
+			return -1, err
+		}
+	}
+	return p.log.LogStartOffset(), nil
+}

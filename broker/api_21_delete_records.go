@@ -1,0 +1,50 @@
+package broker
+
+// DeleteRecords (key 21), v0-v2.
+//
+// Moves each partition's log start offset (an offset of -1 means the high
+// watermark); whole segments below it are deleted, reads below it get
+// OFFSET_OUT_OF_RANGE. Only up to the HW (OFFSET_OUT_OF_RANGE beyond); only
+// on the leader (NOT_LEADER_OR_FOLLOWER). The answer's low watermark is the
+// leader's new log start; followers follow it from their next fetch (Kafka
+// waits for them; kbroker answers once the leader has moved).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+func (b *Broker) handleDeleteRecords(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.DeleteRecordsRequest)
+	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	view := b.view()
+	for _, rt := range r.Topics {
+		out := kmsg.NewDeleteRecordsResponseTopic()
+		out.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			op := kmsg.NewDeleteRecordsResponseTopicPartition()
+			op.Partition, op.LowWatermark = rp.Partition, -1
+			t, _, ok := view.topic(rt.Topic)
+			part, held := b.replicas.Partition(rt.Topic, rp.Partition)
+			switch {
+			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
+				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !held:
+				op.ErrorCode = kerr.NotLeaderForPartition.Code
+			default:
+				low, err := part.DeleteRecordsBefore(rp.Offset)
+				op.ErrorCode, op.LowWatermark = errorCode(err), low
+				if err == nil {
+					b.logger.Info("records deleted", "topic", rt.Topic, "partition", rp.Partition, "log_start_offset", low)
+				}
+			}
+			out.Partitions = append(out.Partitions, op)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	return protocol.Response{Body: resp}
+}

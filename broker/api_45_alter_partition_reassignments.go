@@ -1,0 +1,16 @@
+package broker
+
+// AlterPartitionReassignments (key 45), v0: moves replicas (new ones catch up as followers and join the ISR, then old ones are removed) or cancels a move.
+// Forwarded to the active controller (forward.go).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+func (b *Broker) handleAlterPartitionReassignments(_ context.Context, req *protocol.Request) protocol.Response {
+	return b.forwardAdmin(req, timeoutOf(req.Body.(*kmsg.AlterPartitionAssignmentsRequest)))
+}

@@ -1,0 +1,16 @@
+package broker
+
+// ListPartitionReassignments (key 46), v0: reassignments in progress (empty when none).
+// Forwarded to the active controller (forward.go).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+func (b *Broker) handleListPartitionReassignments(_ context.Context, req *protocol.Request) protocol.Response {
+	return b.forwardAdmin(req, timeoutOf(req.Body.(*kmsg.ListPartitionReassignmentsRequest)))
+}

@@ -1,0 +1,50 @@
+package broker
+
+// DescribeProducers (key 61), v0.
+//
+// The idempotent producers a partition's leader tracks: id, epoch, last
+// sequence and timestamp (no transactions yet: coordinator epoch -1 and no
+// open transaction). Only the leader answers.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/replication"
+)
+
+func (b *Broker) handleDescribeProducers(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.DescribeProducersRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeProducersResponse)
+	view := b.view()
+	for _, rt := range r.Topics {
+		out := kmsg.NewDescribeProducersResponseTopic()
+		out.Topic = rt.Topic
+		for _, idx := range rt.Partitions {
+			op := kmsg.NewDescribeProducersResponseTopicPartition()
+			op.Partition = idx
+			t, _, ok := view.topic(rt.Topic)
+			part, held := b.replicas.Partition(rt.Topic, idx)
+			switch {
+			case !ok || idx < 0 || int(idx) >= len(t.Partitions):
+				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			case !held || part.Role() != replication.RoleLeader:
+				op.ErrorCode = kerr.NotLeaderForPartition.Code
+			default:
+				for _, e := range part.Log().Producers() {
+					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
+					ap.ProducerID, ap.ProducerEpoch = e.ProducerID, int32(e.Epoch)
+					ap.LastSequence, ap.LastTimestamp = e.LastSeq(), e.LastTimestamp
+					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+					op.ActiveProducers = append(op.ActiveProducers, ap)
+				}
+			}
+			out.Partitions = append(out.Partitions, op)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	return protocol.Response{Body: resp}
+}

@@ -1,0 +1,81 @@
+package broker
+
+// DescribeTopicPartitions (key 75), v0 (KIP-966).
+//
+// Metadata of topics' partitions, paginated: at most ResponsePartitionLimit
+// partitions per answer (default 2000), resuming at Cursor, with NextCursor
+// set when more remain. No topics asked for means every topic. Eligible
+// leader replicas are not tracked yet: empty lists.
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+func (b *Broker) handleDescribeTopicPartitions(_ context.Context, req *protocol.Request) protocol.Response {
+	r := req.Body.(*kmsg.DescribeTopicPartitionsRequest)
+	resp := r.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
+	img := b.view().img
+	limit := int(r.ResponsePartitionLimit)
+	if limit <= 0 || limit > 2000 {
+		limit = 2000
+	}
+	var names []string
+	if len(r.Topics) == 0 {
+		for name := range img.Topics {
+			names = append(names, name)
+		}
+	} else {
+		for _, t := range r.Topics {
+			names = append(names, t.Topic)
+		}
+	}
+	sort.Strings(names)
+	start := 0
+	if r.Cursor != nil {
+		start = sort.SearchStrings(names, r.Cursor.Topic)
+	}
+	count := 0
+	for i := start; i < len(names); i++ {
+		name := names[i]
+		out := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		out.Topic = kmsg.StringPtr(name)
+		out.AuthorizedOperations = authorizedOpsOmitted
+		t, ok := img.Topics[name]
+		if !ok {
+			out.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			resp.Topics = append(resp.Topics, out)
+			continue
+		}
+		out.TopicID, out.IsInternal = t.ID, isInternalTopic(name)
+		first := 0
+		if r.Cursor != nil && name == r.Cursor.Topic {
+			first = int(r.Cursor.Partition)
+		}
+		for _, p := range t.Partitions[min(first, len(t.Partitions)):] {
+			if count == limit {
+				resp.NextCursor = &kmsg.DescribeTopicPartitionsResponseNextCursor{Topic: name, Partition: p.Index}
+				resp.Topics = append(resp.Topics, out)
+				return protocol.Response{Body: resp}
+			}
+			op := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+			op.Partition, op.LeaderID, op.LeaderEpoch = p.Index, p.Leader, p.LeaderEpoch
+			op.Replicas, op.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
+			op.EligibleLeaderReplicas, op.LastKnownELR = []int32{}, []int32{}
+			op.OfflineReplicas = offlineReplicas(img, p.Replicas)
+			if p.Leader < 0 {
+				op.ErrorCode = kerr.LeaderNotAvailable.Code
+			}
+			out.Partitions = append(out.Partitions, op)
+			count++
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	return protocol.Response{Body: resp}
+}

@@ -1,0 +1,50 @@
+package broker
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+)
+
+// forwardAdmin serves an admin request the way KRaft brokers do: it is
+// forwarded to the active controller, and the answer waits (within timeout)
+// until this broker has applied what the controller committed, so that the
+// client's next request here sees the change.
+func (b *Broker) forwardAdmin(req *protocol.Request, timeoutMillis int32) protocol.Response {
+	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
+		ctx, cancel := requestContext(ctx, timeoutMillis)
+		defer cancel()
+		resp, err := b.ctrl.Forward(ctx, req.Body)
+		if err != nil {
+			b.logger.Warn("forwarding to the controller failed", "key", req.Key, "err", err)
+			if out := errorResponse(req, kerr.RequestTimedOut.Code); out != nil {
+				return out
+			}
+			return req.Body.ResponseKind()
+		}
+		b.catchUp(ctx)
+		return resp
+	}}
+}
+
+// catchUp waits until this broker has applied (and turned into partition
+// roles) everything the active controller has committed.
+func (b *Broker) catchUp(ctx context.Context) {
+	if err := b.ctrl.WaitReady(ctx); err != nil {
+		return
+	}
+	target := b.ctrl.Image().AppliedIndex
+	b.waitForView(ctx, func(v *metadataView) bool { return v.img.AppliedIndex >= target })
+}
+
+// timeoutOf returns a request's TimeoutMillis, or 0 (the default) when it
+// has none.
+func timeoutOf(r kmsg.Request) int32 {
+	if tr, ok := r.(kmsg.TimeoutRequest); ok {
+		return tr.Timeout()
+	}
+	return 0
+}
