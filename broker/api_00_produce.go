@@ -146,6 +146,8 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 		}
 		return nil, 0
 	}
+	b.metrics.bytesIn.WithLabelValues(topic).Add(float64(len(rp.Records)))
+	b.metrics.recordsIn.WithLabelValues(topic).Add(float64(info.NumRecords))
 	pr.BaseOffset = info.FirstOffset
 	pr.LogAppendTime = info.LogAppendTime
 	pr.LogStartOffset = info.LogStartOffset

@@ -30,6 +30,7 @@ import (
 
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/storage"
 )
 
 // fetchRead is one pass over a fetch request's partitions.
@@ -214,6 +215,7 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 	}
 	if len(res.Data) > 0 {
 		op.RecordBatches = res.Data
+		b.countFetched(name, res.Data)
 	}
 	return len(res.Data)
 }
@@ -245,4 +247,16 @@ func (b *Broker) fetchCurrentLeader(view *metadataView, leader, epoch int32, op 
 			fr.resp.Brokers = append(fr.resp.Brokers, fb)
 		}
 	}
+}
+
+// countFetched adds served bytes and records (from the batch headers) to the
+// topic's out counters.
+func (b *Broker) countFetched(topic string, data []byte) {
+	var records int64
+	it := storage.Batches(data)
+	for it.Next() {
+		records += int64(it.Header().RecordCount)
+	}
+	b.metrics.bytesOut.WithLabelValues(topic).Add(float64(len(data)))
+	b.metrics.recordsOut.WithLabelValues(topic).Add(float64(records))
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,7 +44,12 @@ type Broker struct {
 	imageReady  chan struct{} // closed once the first image is applied
 	viewChanged viewSignal    // broadcast on every applied image
 
-	wg sync.WaitGroup // owned goroutines (listener loops)
+	metrics    *metrics
+	httpServer *http.Server // /metrics, /healthz, /readyz
+	// serving is set once requests are processed (unfenced and listening).
+	serving atomic.Bool
+
+	wg sync.WaitGroup // owned goroutines (listener loops, metrics server)
 }
 
 // New builds a broker from cfg; Start runs it.
@@ -51,6 +57,8 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b := &Broker{cfg: cfg, logger: logger, now: time.Now, listeners: map[string]net.Listener{},
 		imageReady: make(chan struct{})}
 	b.dispatch = newDispatcher(b.apis())
+	b.metrics = newMetrics()
+	b.metrics.reg.MustRegister(newStateCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
 	return b
@@ -62,6 +70,9 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 func (b *Broker) Start(ctx context.Context) error {
 	if err := b.prepareDirs(); err != nil {
 		return err
+	}
+	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
+		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
 	}
 	if !b.cfg.HasRole(config.RoleBroker) {
 		return b.startControllerOnly(ctx)
@@ -107,6 +118,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	// controller has unfenced this broker, so no client sees the partition
 	// roles of a stale image replayed at start.
 	b.serve()
+	b.serving.Store(true)
 	b.logger.Info("broker serving", "node_id", b.cfg.NodeID, "cluster_id", ctrl.Image().ClusterID,
 		"listeners", b.cfg.Listeners)
 	return nil
@@ -127,6 +139,7 @@ func (b *Broker) startControllerOnly(ctx context.Context) error {
 	if err := b.writeMetaProperties(ctrl.Image().ClusterID); err != nil {
 		return err
 	}
+	b.serving.Store(true)
 	b.logger.Info("controller serving", "node_id", b.cfg.NodeID, "cluster_id", ctrl.Image().ClusterID,
 		"listener", b.cfg.ControllerListenAddr())
 	return nil
@@ -166,6 +179,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	for _, l := range b.listeners {
 		l.Close() // bound but never served when Start failed early
 	}
+	b.stopMetrics()
 	b.wg.Wait()
 	if b.groups != nil {
 		b.groups.close()

@@ -88,6 +88,7 @@ func (b *Broker) view() *metadataView { return b.image.Load() }
 // controller node's publisher goroutine, one image at a time.
 func (b *Broker) applyImage(prev, next *controller.Image) {
 	view := newMetadataView(next, b.cfg)
+	b.countElections(prev, next)
 	b.removeGonePartitions(next)
 	for _, t := range next.Topics {
 		tc := view.topicCfg[t.Name]
@@ -187,5 +188,33 @@ func logConfigFor(tc config.TopicConfig) storage.LogConfig {
 		// Grow files 1 MiB at a time: 50 idle __consumer_offsets partitions
 		// must not reserve hundreds of megabytes.
 		PreallocateChunkBytes: 1 << 20,
+	}
+}
+
+// countElections counts the leader changes between two images: clean when
+// the new leader was in the previous ISR, unclean otherwise.
+func (b *Broker) countElections(prev, next *controller.Image) {
+	if prev == nil {
+		return
+	}
+	for name, t := range next.Topics {
+		old, ok := prev.Topics[name]
+		if !ok || old.ID != t.ID {
+			continue
+		}
+		for i, p := range t.Partitions {
+			if i >= len(old.Partitions) {
+				break
+			}
+			o := old.Partitions[i]
+			if p.LeaderEpoch <= o.LeaderEpoch || p.Leader < 0 || p.Leader == o.Leader {
+				continue
+			}
+			kind := "clean"
+			if !slices.Contains(o.ISR, p.Leader) {
+				kind = "unclean"
+			}
+			b.metrics.elections.WithLabelValues(kind).Inc()
+		}
 	}
 }

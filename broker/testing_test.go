@@ -27,6 +27,7 @@ func startTestBroker(tb testing.TB, mutate ...func(*config.Config)) *Broker {
 	cfg.ControllerListenerNames = []string{"CONTROLLER"}
 	cfg.LogDirs = []string{tb.TempDir()}
 	cfg.ControlledShutdownEnable = false
+	cfg.MetricsListen = ""
 	for _, m := range mutate {
 		m(cfg)
 	}

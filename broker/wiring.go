@@ -40,6 +40,7 @@ func (b *Broker) replicaOptions() replication.ManagerOptions {
 		Logs:              b.logs,
 		AlterPartition:    b.alterPartition,
 		ReplicaLagTimeMax: b.cfg.ReplicaLagTimeMax,
+		OnISRChange:       b.metrics.onISRChange,
 		Fetcher: replication.FetcherOptions{
 			MaxWait:           b.cfg.ReplicaFetchWaitMax,
 			MinBytes:          b.cfg.ReplicaFetchMinBytes,
@@ -86,6 +87,7 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 		IdleTimeout:     b.cfg.ConnectionsMaxIdle,
 		MaxConnections:  int(min(b.cfg.MaxConnections, math.MaxInt32)),
 		Logger:          b.logger.With("component", "network"),
+		Observe:         b.metrics.observe,
 	}
 }
 

@@ -22,8 +22,9 @@ import (
 type node struct {
 	t          *testing.T
 	id         int32
-	clientAddr string
-	ctrlAddr   string
+	clientAddr  string
+	ctrlAddr    string
+	metricsAddr string
 	dataDir    string
 	args       []string
 
@@ -50,6 +51,8 @@ type clusterOpts struct {
 	// controller only (Kafka's recommended layout); the brokers then join
 	// the quorum as non-voters, so losing brokers never costs the quorum.
 	separateController bool
+	// metrics gives every broker a metrics listener (node.metricsAddr).
+	metrics bool
 }
 
 // freePorts reserves n distinct loopback ports.
@@ -94,7 +97,7 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 	if opts.brokers == 0 {
 		opts.brokers = 1
 	}
-	ports := freePorts(t, 2*opts.brokers+2)
+	ports := freePorts(t, 3*opts.brokers+2)
 	c := &cluster{t: t}
 	base := t.TempDir()
 	var voters []string
@@ -108,7 +111,6 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 	common := []string{
 		"--controller.listener.names=CONTROLLER",
 		"--controller.quorum.voters=" + strings.Join(voters, ","),
-		"--metrics.listen=",
 		"--log.level=info",
 	}
 	for i := range opts.brokers {
@@ -119,11 +121,17 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			ctrlAddr:   fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
 			dataDir:    filepath.Join(base, fmt.Sprintf("node-%d", i+1)),
 		}
+		metrics := "--metrics.listen="
+		if opts.metrics {
+			n.metricsAddr = fmt.Sprintf("127.0.0.1:%d", ports[2*opts.brokers+2+i])
+			metrics += n.metricsAddr
+		}
 		n.args = append(append([]string{
 			"serve",
 			fmt.Sprintf("--node.id=%d", n.id),
 			fmt.Sprintf("--listeners=PLAINTEXT://%s,CONTROLLER://%s", n.clientAddr, n.ctrlAddr),
 			"--log.dirs=" + n.dataDir,
+			metrics,
 		}, common...), opts.flags...)
 		c.nodes = append(c.nodes, n)
 	}
@@ -140,6 +148,7 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			"--process.roles=controller",
 			"--listeners=CONTROLLER://" + n.ctrlAddr,
 			"--log.dirs=" + n.dataDir,
+			"--metrics.listen=",
 		}, append(common, opts.flags...)...)
 		c.controller = n
 		n.start()

@@ -299,9 +299,13 @@ func (p *Partition) ISRResult(sent AlterISR, isr []int32, leaderEpoch, partition
 		return
 	}
 	p.partitionEpoch = partitionEpoch
+	shrink := len(isr) < len(p.isr.committed)
 	p.isr = isrState{committed: slices.Clone(isr)}
 	p.logger.Info("ISR updated", "isr", isr, "partition_epoch", partitionEpoch)
 	p.maybeAdvanceHWLocked()
+	if p.onISRChange != nil {
+		p.onISRChange(p, shrink)
+	}
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <= epoch

@@ -33,8 +33,10 @@ type ManagerOptions struct {
 	ReplicaLagTimeMax time.Duration
 	// Fetcher tunes the replica fetchers.
 	Fetcher FetcherOptions
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// OnISRChange, if set, is told of every ISR change a leader here made.
+	OnISRChange func(p *Partition, shrink bool)
+	Now         func() time.Time
+	Logger      *slog.Logger
 }
 
 // Manager owns this broker's partitions (Kafka's ReplicaManager): it creates
@@ -139,7 +141,7 @@ func (m *Manager) Ensure(st PartitionState, cfg storage.LogConfig) (*Partition, 
 		return p, nil
 	}
 	p = NewPartition(st.Topic, st.Partition, log, PartitionOptions{
-		LocalID: m.opts.LocalID, Now: m.opts.Now, Logger: m.logger, ProposeISR: m.proposeISR,
+		LocalID: m.opts.LocalID, Now: m.opts.Now, Logger: m.logger, ProposeISR: m.proposeISR, OnISRChange: m.opts.OnISRChange,
 	})
 	m.partitions[tp] = p
 	return p, nil

@@ -29,6 +29,9 @@ type Partition struct {
 	logger  *slog.Logger
 	// proposeISR hands an ISR change to the manager's AlterPartition sender.
 	proposeISR func(*Partition, AlterISR)
+	// onISRChange is told of every committed ISR change this leader made
+	// (metrics: ISR shrinks and expands).
+	onISRChange func(p *Partition, shrink bool)
 
 	mu sync.RWMutex // guards the fields below
 	// topicID is the topic's id in the controller's image.
@@ -60,10 +63,11 @@ type Partition struct {
 
 // PartitionOptions configure a new Partition.
 type PartitionOptions struct {
-	LocalID    int32
-	Now        func() time.Time
-	Logger     *slog.Logger
-	ProposeISR func(*Partition, AlterISR)
+	LocalID     int32
+	Now         func() time.Time
+	Logger      *slog.Logger
+	ProposeISR  func(*Partition, AlterISR)
+	OnISRChange func(p *Partition, shrink bool)
 }
 
 // NewPartition wraps a log. The partition starts with no role.
@@ -79,8 +83,8 @@ func NewPartition(topic string, index int32, log *storage.Log, opts PartitionOpt
 	return &Partition{
 		Topic: topic, Index: index, localID: opts.LocalID, log: log, now: now,
 		logger:     logger.With("topic", topic, "partition", index),
-		proposeISR: opts.ProposeISR,
-		leader:     -1, minISR: 1,
+		proposeISR: opts.ProposeISR, onISRChange: opts.OnISRChange,
+		leader: -1, minISR: 1,
 	}
 }
 
@@ -104,6 +108,11 @@ type Snapshot struct {
 	LogEndOffset   int64
 	LogStartOffset int64
 	MinISR         int32
+	LogSize        int64
+	Segments       int
+	// FollowerLEOs is each follower's LEO as the leader last saw it (-1:
+	// not fetched yet); leader only.
+	FollowerLEOs map[int32]int64
 }
 
 // Snapshot returns the current state.
@@ -117,7 +126,19 @@ func (p *Partition) Snapshot() Snapshot {
 		MaximalISR:    slices.Clone(p.isr.maximal()),
 		HighWatermark: p.log.HighWatermark(), LogEndOffset: p.log.LogEndOffset(),
 		LogStartOffset: p.log.LogStartOffset(), MinISR: p.minISR,
+		FollowerLEOs: p.followerLEOsLocked(),
 	}
+}
+
+func (p *Partition) followerLEOsLocked() map[int32]int64 {
+	if p.role != RoleLeader {
+		return nil
+	}
+	out := make(map[int32]int64, len(p.followers))
+	for id, f := range p.followers {
+		out[id] = f.LEO
+	}
+	return out
 }
 
 // Watch wakes w whenever the partition's LEO, HW or role changes, until the

@@ -1,0 +1,159 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/replication"
+)
+
+// metrics are the broker's Prometheus metrics, on their own registry (no
+// global state). Counters on the request, produce and fetch paths are
+// updated where things happen; gauges that describe state (partitions,
+// logs, Raft, groups) are computed at scrape time from the components, so
+// they cost nothing between scrapes.
+type metrics struct {
+	reg *prometheus.Registry
+
+	requests      *prometheus.CounterVec   // api, version
+	requestErrors *prometheus.CounterVec   // api, error
+	latency       *prometheus.HistogramVec // api, version
+	bytesIn       *prometheus.CounterVec   // topic
+	recordsIn     *prometheus.CounterVec   // topic
+	bytesOut      *prometheus.CounterVec   // topic
+	recordsOut    *prometheus.CounterVec   // topic
+	isrShrinks    prometheus.Counter
+	isrExpands    prometheus.Counter
+	elections     *prometheus.CounterVec // type: clean, unclean
+	rebalances    prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_requests_total",
+		Help: "Requests handled, by API and version."}, []string{"api", "version"})
+	m.requestErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_request_errors_total",
+		Help: "Error codes answered (top level or per partition), by API and error."}, []string{"api", "error"})
+	m.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kbroker_request_duration_seconds",
+		Help:    "Time from a request's arrival to its response being written, by API and version.",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2.5, 14)}, []string{"api", "version"})
+	m.bytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_topic_bytes_in_total",
+		Help: "Record batch bytes appended by producers, by topic."}, []string{"topic"})
+	m.recordsIn = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_topic_records_in_total",
+		Help: "Records appended by producers, by topic."}, []string{"topic"})
+	m.bytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_topic_bytes_out_total",
+		Help: "Record batch bytes served to consumers and followers, by topic."}, []string{"topic"})
+	m.recordsOut = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_topic_records_out_total",
+		Help: "Records served to consumers and followers, by topic."}, []string{"topic"})
+	m.isrShrinks = prometheus.NewCounter(prometheus.CounterOpts{Name: "kbroker_isr_shrinks_total",
+		Help: "ISR shrinks committed for partitions this broker leads."})
+	m.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{Name: "kbroker_isr_expands_total",
+		Help: "ISR expansions committed for partitions this broker leads."})
+	m.elections = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_leader_elections_total",
+		Help: "Leader elections seen in the metadata log (cluster-wide): clean (from the ISR) or unclean."}, []string{"type"})
+	m.rebalances = prometheus.NewCounter(prometheus.CounterOpts{Name: "kbroker_group_rebalances_total",
+		Help: "Classic-protocol rebalances completed by groups this broker coordinates."})
+	m.reg.MustRegister(m.requests, m.requestErrors, m.latency, m.bytesIn, m.recordsIn, m.bytesOut, m.recordsOut,
+		m.isrShrinks, m.isrExpands, m.elections, m.rebalances,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// observe records one answered request (protocol.ServerOptions.Observe).
+func (m *metrics) observe(req *protocol.Request, resp kmsg.Response, dur time.Duration) {
+	api := apiName(req.Key)
+	version := strconv.Itoa(int(req.Version))
+	m.requests.WithLabelValues(api, version).Inc()
+	m.latency.WithLabelValues(api, version).Observe(dur.Seconds())
+	if resp == nil {
+		return
+	}
+	for _, code := range responseErrorCodes(resp) {
+		m.requestErrors.WithLabelValues(api, errorName(code)).Inc()
+	}
+	if jg, ok := resp.(*kmsg.JoinGroupResponse); ok && jg.ErrorCode == 0 && jg.MemberID != "" && jg.MemberID == jg.LeaderID {
+		m.rebalances.Inc() // one leader answer per completed rebalance
+	}
+}
+
+// onISRChange counts committed ISR changes (replication.ManagerOptions).
+func (m *metrics) onISRChange(_ *replication.Partition, shrink bool) {
+	if shrink {
+		m.isrShrinks.Inc()
+	} else {
+		m.isrExpands.Inc()
+	}
+}
+
+// serveMetrics runs /metrics, /healthz and /readyz on metrics.listen until
+// ctx ends. An empty address disables it.
+func (b *Broker) serveMetrics(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(b.metrics.reg, promhttp.HandlerOpts{ErrorLog: nil}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if reason := b.notReady(); reason != "" {
+			http.Error(w, reason, http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	b.httpServer = srv
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			b.logger.Error("metrics listener stopped", "err", err)
+		}
+	}()
+	b.logger.Info("metrics serving", "addr", l.Addr().String())
+	return nil
+}
+
+// notReady says why the broker is not ready, or "" when it is: it must have
+// started serving, be registered and unfenced in the image it has applied,
+// and have caught up with the metadata log.
+func (b *Broker) notReady() string {
+	if !b.serving.Load() {
+		return "starting"
+	}
+	if !b.cfg.HasRole("broker") {
+		return ""
+	}
+	br, ok := b.view().img.Brokers[b.cfg.NodeID]
+	switch {
+	case !ok:
+		return "not registered"
+	case br.Fenced:
+		return "fenced by the controller"
+	}
+	return ""
+}
+
+func (b *Broker) stopMetrics() {
+	if b.httpServer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		b.httpServer.Shutdown(ctx)
+	}
+}

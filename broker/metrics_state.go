@@ -1,0 +1,209 @@
+package broker
+
+import (
+	"context"
+	"reflect"
+	"strconv"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/replication"
+)
+
+func apiName(key int16) string {
+	if name := kmsg.NameForKey(key); name != "" {
+		return name
+	}
+	return strconv.Itoa(int(key))
+}
+
+func errorName(code int16) string {
+	if e, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return e.Message
+	}
+	return strconv.Itoa(int(code))
+}
+
+// responseErrorCodes lists the non-zero error codes of a response: per
+// partition for the data APIs, the top-level one otherwise.
+func responseErrorCodes(resp kmsg.Response) []int16 {
+	var out []int16
+	add := func(c int16) {
+		if c != 0 {
+			out = append(out, c)
+		}
+	}
+	switch r := resp.(type) {
+	case *kmsg.ProduceResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				add(p.ErrorCode)
+			}
+		}
+	case *kmsg.FetchResponse:
+		add(r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				add(p.ErrorCode)
+			}
+		}
+	case *kmsg.ListOffsetsResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				add(p.ErrorCode)
+			}
+		}
+	case *kmsg.MetadataResponse:
+		for _, t := range r.Topics {
+			add(t.ErrorCode)
+		}
+	case *kmsg.OffsetCommitResponse:
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				add(p.ErrorCode)
+			}
+		}
+	default:
+		add(topLevelErrorCode(resp))
+	}
+	return out
+}
+
+var errorCodeField sync.Map // reflect.Type -> int (field index, -1 if none)
+
+func topLevelErrorCode(resp kmsg.Response) int16 {
+	v := reflect.ValueOf(resp)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return 0
+	}
+	t := v.Elem().Type()
+	idx, ok := errorCodeField.Load(t)
+	if !ok {
+		i := -1
+		if f, found := t.FieldByName("ErrorCode"); found && f.Type.Kind() == reflect.Int16 && len(f.Index) == 1 {
+			i = f.Index[0]
+		}
+		errorCodeField.Store(t, i)
+		idx = i
+	}
+	if idx.(int) < 0 {
+		return 0
+	}
+	return int16(v.Elem().Field(idx.(int)).Int())
+}
+
+// stateCollector computes the state gauges at scrape time.
+type stateCollector struct {
+	b *Broker
+
+	underReplicated, underMinISR, offline, leaders, partitions *prometheus.Desc
+	followerLag, logSize, logSegments                          *prometheus.Desc
+	activeController, raftTerm, raftCommit, raftApplied        *prometheus.Desc
+	connections, groups                                        *prometheus.Desc
+}
+
+func newStateCollector(b *Broker) *stateCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, labels, nil)
+	}
+	return &stateCollector{
+		b:                b,
+		underReplicated:  d("kbroker_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set."),
+		underMinISR:      d("kbroker_under_min_isr_partitions", "Partitions led here whose ISR is smaller than min.insync.replicas."),
+		offline:          d("kbroker_offline_partitions", "Partitions without a leader (cluster-wide, from the metadata image)."),
+		leaders:          d("kbroker_leader_partitions", "Partitions this broker leads."),
+		partitions:       d("kbroker_partitions", "Partition replicas this broker holds."),
+		followerLag:      d("kbroker_follower_lag_messages", "How far a follower's log end is behind the leader's, for partitions led here.", "topic", "partition", "follower"),
+		logSize:          d("kbroker_log_size_bytes", "Size of a partition's log on disk.", "topic", "partition"),
+		logSegments:      d("kbroker_log_segments", "Segments of a partition's log.", "topic", "partition"),
+		activeController: d("kbroker_controller_active", "1 if this node is the active controller."),
+		raftTerm:         d("kbroker_raft_term", "Current Raft term of the metadata quorum."),
+		raftCommit:       d("kbroker_raft_commit_index", "Raft commit index of the metadata log."),
+		raftApplied:      d("kbroker_raft_applied_index", "Raft index applied to this node's metadata image."),
+		connections:      d("kbroker_connections", "Open client connections."),
+		groups:           d("kbroker_groups", "Groups this broker coordinates, by state.", "state"),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.leaders, c.partitions,
+		c.followerLag, c.logSize, c.logSegments, c.activeController, c.raftTerm, c.raftCommit, c.raftApplied,
+		c.connections, c.groups} {
+		ch <- d
+	}
+}
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	b := c.b
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if b.replicas != nil {
+		var underRep, underMin, leaders, total float64
+		for _, p := range b.replicas.Partitions() {
+			s := p.Snapshot()
+			total++
+			part := strconv.Itoa(int(p.Index))
+			gauge(c.logSize, float64(s.LogSize), p.Topic, part)
+			gauge(c.logSegments, float64(s.Segments), p.Topic, part)
+			if s.Role != replication.RoleLeader {
+				continue
+			}
+			leaders++
+			if len(s.ISR) < len(s.Replicas) {
+				underRep++
+			}
+			if int32(len(s.ISR)) < s.MinISR {
+				underMin++
+			}
+			for id, leo := range s.FollowerLEOs {
+				lag := s.LogEndOffset
+				if leo >= 0 {
+					lag = s.LogEndOffset - leo
+				}
+				gauge(c.followerLag, float64(lag), p.Topic, part, strconv.Itoa(int(id)))
+			}
+		}
+		gauge(c.underReplicated, underRep)
+		gauge(c.underMinISR, underMin)
+		gauge(c.leaders, leaders)
+		gauge(c.partitions, total)
+	}
+	var offline float64
+	for _, t := range b.view().img.Topics {
+		for _, p := range t.Partitions {
+			if p.Leader < 0 {
+				offline++
+			}
+		}
+	}
+	gauge(c.offline, offline)
+	if b.ctrl != nil {
+		active := 0.0
+		if b.ctrl.IsActive() {
+			active = 1
+		}
+		gauge(c.activeController, active)
+		rs := b.ctrl.RaftStats()
+		gauge(c.raftTerm, float64(rs.Term))
+		gauge(c.raftCommit, float64(rs.CommitIndex))
+		gauge(c.raftApplied, float64(rs.AppliedIndex))
+	}
+	if b.server != nil {
+		gauge(c.connections, float64(b.server.NumConns()))
+	}
+	if b.groups != nil {
+		counts := map[string]float64{}
+		req := kmsg.NewPtrListGroupsRequest()
+		req.SetVersion(5)
+		for _, g := range b.groups.coord.ListGroups(context.Background(), req).Groups {
+			counts[g.GroupState]++
+		}
+		for state, n := range counts {
+			gauge(c.groups, n, state)
+		}
+	}
+}
