@@ -20,13 +20,13 @@ import (
 
 // node is one kbroker process under test.
 type node struct {
-	t          *testing.T
-	id         int32
+	t           *testing.T
+	id          int32
 	clientAddr  string
 	ctrlAddr    string
 	metricsAddr string
-	dataDir    string
-	args       []string
+	dataDir     string
+	args        []string
 
 	mu     sync.Mutex // guards cmd, output, exited
 	cmd    *exec.Cmd
