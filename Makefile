@@ -4,7 +4,7 @@ BIN     := bin/kbroker
 PKGS    := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test unit compat fuzz vet bench cluster cluster-stop clean
+.PHONY: all build run test unit compat fuzz vet bench cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -16,8 +16,9 @@ run: build
 	./$(BIN) serve
 
 # Everything CI runs: vet, unit tests with the race detector, the wire
-# compatibility tests against real processes, and a short fuzz of each decoder.
-test: vet unit fuzz
+# compatibility tests against real processes, a short fuzz of each decoder,
+# and a short fault-injection run.
+test: vet unit fuzz chaos-short
 
 vet:
 	$(GO) vet $(PKGS)
@@ -28,6 +29,18 @@ unit: build
 # Compat tests only, against a live cluster: make compat KBROKER_SEEDS=host:port,...
 compat: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_SEEDS=$(KBROKER_SEEDS) $(GO) test -count=1 -timeout 20m ./compat-tests/
+
+# The fault-injection suite (compat-tests/chaos): every nemesis, minutes.
+# Replay a run with CHAOS_SEED=N (the seed each scenario prints); pick
+# scenarios with CHAOS_RUN='TestChaos/leader-kill'.
+CHAOS_RUN ?= TestChaos
+chaos: build
+	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=full KBROKER_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -v -timeout 60m \
+		-run '$(CHAOS_RUN)' ./compat-tests/chaos/
+
+# The short run in make test: leader kills and pauses, under two minutes.
+chaos-short: build
+	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=short $(GO) test -count=1 -v -timeout 5m -run '^TestChaosShort$$' ./compat-tests/chaos/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZTIME) ./protocol/

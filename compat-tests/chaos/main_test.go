@@ -1,0 +1,112 @@
+package chaos
+
+// How to run:
+//
+//	make chaos                         # every scenario, minutes (KBROKER_CHAOS=full)
+//	KBROKER_CHAOS=short go test -run TestChaosShort ./compat-tests/chaos/   # the run in make test
+//	go test ./compat-tests/chaos/      # only the checker's and the schedule's unit tests
+//
+// A scenario prints its seed; replay it with -chaos.seed=N (or
+// KBROKER_CHAOS_SEED=N) and -run TestChaos/<name>. -chaos.duration (or
+// KBROKER_CHAOS_DURATION) sets how long each scenario's nemesis runs.
+// Histories and broker logs go to $KBROKER_CHAOS_OUT (default
+// $TMPDIR/kbroker-chaos/<scenario>-<seed>/).
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+var (
+	seedFlag     = flag.Uint64("chaos.seed", 0, "seed of the nemesis schedules (0: from KBROKER_CHAOS_SEED or the clock)")
+	durationFlag = flag.Duration("chaos.duration", 0, "how long each scenario's nemesis runs (0: KBROKER_CHAOS_DURATION or the scenario's default)")
+)
+
+// kbrokerBin is the binary under test: $KBROKER_BIN, or built once here.
+var kbrokerBin string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	if mode() == "" {
+		return m.Run() // unit tests only: no binary needed
+	}
+	if bin := os.Getenv("KBROKER_BIN"); bin != "" {
+		kbrokerBin = bin
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "kbroker-chaos-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	kbrokerBin = filepath.Join(dir, "kbroker")
+	build := exec.Command("go", "build", "-o", kbrokerBin, "../../cmd/kbroker")
+	build.Stdout, build.Stderr = os.Stdout, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building kbroker:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// mode is KBROKER_CHAOS: "" (unit tests only), "short" (the run in make
+// test) or "full" (make chaos).
+func mode() string { return os.Getenv("KBROKER_CHAOS") }
+
+// needMode skips a test unless KBROKER_CHAOS is one of modes.
+func needMode(t *testing.T, modes ...string) {
+	t.Helper()
+	for _, m := range modes {
+		if mode() == m {
+			return
+		}
+	}
+	t.Skipf("fault injection runs with KBROKER_CHAOS=%v (make chaos, make test); KBROKER_CHAOS=%q", modes, mode())
+}
+
+// seed is the schedule seed for this run.
+func seed() uint64 {
+	if *seedFlag != 0 {
+		return *seedFlag
+	}
+	if s, err := strconv.ParseUint(os.Getenv("KBROKER_CHAOS_SEED"), 10, 64); err == nil && s != 0 {
+		return s
+	}
+	return uint64(time.Now().UnixNano()) % 1_000_000_000
+}
+
+// duration is how long a scenario's nemesis runs.
+func duration(def time.Duration) time.Duration {
+	if *durationFlag != 0 {
+		return *durationFlag
+	}
+	if d, err := time.ParseDuration(os.Getenv("KBROKER_CHAOS_DURATION")); err == nil && d > 0 {
+		return d
+	}
+	return def
+}
+
+// runDir makes the folder that keeps a scenario's history and logs.
+func runDir(t *testing.T, name string, seed uint64) string {
+	root := os.Getenv("KBROKER_CHAOS_OUT")
+	if root == "" {
+		root = filepath.Join(os.TempDir(), "kbroker-chaos")
+	}
+	dir := filepath.Join(root, fmt.Sprintf("%s-%d", name, seed))
+	os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -1,0 +1,214 @@
+package chaos
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// scenario is one run: a cluster, a workload, nemeses, a check.
+type scenario struct {
+	name    string
+	nemeses []string
+	brokers int // default 3
+	// separateController: the quorum on a controller-only node.
+	separateController bool
+	// netns: needs network namespaces (partitions, slow links); skipped
+	// where they cannot be made. Other scenarios use them when the suite
+	// runs in full mode and they work, loopback otherwise.
+	netns   bool
+	acks1   bool
+	unclean bool
+	minISR  int // default 2
+	policy  Policy
+	// duration of the nemesis schedule (default 30 s, -chaos.duration).
+	duration time.Duration
+}
+
+const (
+	chaosPartitions = 4
+	chaosRF         = 3
+)
+
+// The scenarios of make chaos.
+var fullScenarios = []scenario{
+	{name: "leader-kill", nemeses: []string{"kill-leader"}},
+	{name: "random-pause", nemeses: []string{"pause-short", "pause-long"}},
+	{name: "leader-partition", nemeses: []string{"partition-leader"}, netns: true},
+	{name: "majority-split", nemeses: []string{"partition-split"}, netns: true, brokers: 5},
+	{name: "rolling-restart", nemeses: []string{"rolling-restart"}},
+	{name: "all-restart", nemeses: []string{"restart-all"}},
+	{name: "slow-follower", nemeses: []string{"slow-follower"}, netns: true},
+	{name: "controller-kill", nemeses: []string{"kill-controller"}},
+	{name: "mixed", nemeses: []string{"kill-random", "pause-short", "pause-long", "kill-controller"}, separateController: true},
+	{name: "stale-election-clean", nemeses: []string{"stale-election"}, separateController: true},
+	// Configurations outside Kafka's promise: losses are figures, not failures.
+	{name: "acks1-leader-kill", nemeses: []string{"kill-leader", "pause-short"}, acks1: true, minISR: 1,
+		policy: Policy{AllowLoss: true, AllowDup: true, AllowReorder: true}},
+	{name: "stale-election-unclean", nemeses: []string{"stale-election"}, separateController: true, unclean: true, minISR: 1,
+		policy: Policy{AllowLoss: true, AllowVanish: true, AllowDup: true, AllowReorder: true}},
+}
+
+// TestChaos runs every scenario (make chaos).
+func TestChaos(t *testing.T) {
+	needMode(t, "full")
+	for _, sc := range fullScenarios {
+		t.Run(sc.name, func(t *testing.T) { runScenario(t, sc) })
+	}
+}
+
+// TestChaosShort is the run inside make test: two nemeses, leader kills
+// and random pauses, on loopback, well under two minutes.
+func TestChaosShort(t *testing.T) {
+	needMode(t, "short")
+	runScenario(t, scenario{name: "short", nemeses: []string{"kill-leader", "pause-short", "pause-long"}, duration: 30 * time.Second})
+}
+
+func runScenario(t *testing.T, sc scenario) {
+	sc.brokers = cmpOr(sc.brokers, 3)
+	sc.minISR = cmpOr(sc.minISR, 2)
+	dur := duration(cmpOr(sc.duration, 30*time.Second))
+	s := seed()
+	dir := runDir(t, sc.name, s)
+	t.Logf("chaos %s: seed=%d, out %s (replay: KBROKER_CHAOS=%s KBROKER_CHAOS_SEED=%d go test -v -run 'TestChaos%s' ./compat-tests/chaos/)",
+		sc.name, s, dir, mode(), s, map[bool]string{true: "Short", false: "/" + sc.name}[sc.name == "short"])
+
+	netns := sc.netns || (mode() == "full" && os.Geteuid() == 0)
+	c := startCluster(t, clusterOpts{brokers: sc.brokers, separateController: sc.separateController, netns: netns, runDir: dir})
+	topic := "chaos"
+	must(t, c.createTopic(topic, chaosPartitions, chaosRF, map[string]string{
+		"min.insync.replicas":            strconv.Itoa(sc.minISR),
+		"unclean.leader.election.enable": strconv.FormatBool(sc.unclean),
+	}), "creating the topic")
+	must(t, c.waitHealthy(topic, chaosPartitions, chaosRF, 60*time.Second), "cluster ready")
+
+	h := NewHistory()
+	e := &env{t: t, c: c, topic: topic, partitions: chaosPartitions, h: h}
+	w := workload{topic: topic, partitions: chaosPartitions, producers: 3, consumers: 2,
+		interval: 10 * time.Millisecond, inflight: 50, acks1: sc.acks1, deliveryTimeout: 10 * time.Second}
+	r, err := w.start(c.seeds(), h)
+	must(t, err, "starting the workload")
+
+	time.Sleep(2 * time.Second)
+	steps := Schedule(s, kinds(sc.nemeses...), dur, 2*time.Second, 5*time.Second)
+	e.runSchedule(steps)
+	if err := e.healAll(); err != nil {
+		t.Errorf("healing: %v", err)
+	}
+	time.Sleep(3 * time.Second) // produce on the healed cluster
+	r.stop(30 * time.Second)
+	for msg, n := range r.errs {
+		t.Logf("consumer fetch error (%d times): %s", n, msg)
+	}
+
+	var problems []string
+	if err := c.waitHealthy(topic, chaosPartitions, chaosRF, 90*time.Second); err != nil {
+		problems = append(problems, "the cluster did not heal: "+err.Error())
+	} else if err := finalRead(c.seeds(), topic, chaosPartitions, h, 60*time.Second); err != nil {
+		problems = append(problems, err.Error())
+	} else if err := c.checkConverged(topic, chaosPartitions, 60*time.Second); err != nil {
+		problems = append(problems, err.Error())
+	}
+
+	events := h.Events()
+	histPath := filepath.Join(dir, "history.jsonl")
+	if err := WriteHistory(histPath, events); err != nil {
+		t.Errorf("writing the history: %v", err)
+	}
+	res := Check(events, sc.policy)
+	line := fmt.Sprintf("chaos %s seed=%d: %s", sc.name, s, res.Summary())
+	fmt.Println(line)
+	os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(line+"\n"+strings.Join(append(res.Failures, problems...), "\n")+"\n"), 0o644)
+	t.Logf("history: %s", histPath)
+	for _, f := range res.Failures {
+		t.Errorf("chaos %s seed=%d: %s", sc.name, s, f)
+	}
+	for _, p := range problems {
+		t.Errorf("chaos %s seed=%d: %s", sc.name, s, p)
+	}
+	if t.Failed() {
+		t.Logf("broker logs: %s/node-*.log", dir)
+	}
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+func must(t testing.TB, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// checkConverged waits until every replica of every partition holds the
+// same batches on disk, byte for byte.
+func (c *cluster) checkConverged(topic string, partitions int32, d time.Duration) error {
+	st, err := c.describe(topic)
+	if err != nil {
+		return err
+	}
+	return waitFor(d, "replicas to converge on disk", func() error {
+		for p := range partitions {
+			var ref []byte
+			for i, id := range st[p].replicas {
+				b, err := c.node(id).logBytes(topic, p)
+				if err != nil {
+					return err
+				}
+				if i == 0 {
+					ref = b
+				} else if !bytes.Equal(ref, b) {
+					return fmt.Errorf("partition %d: node %d holds %d bytes of batches, node %d holds %d (or they differ)",
+						p, st[p].replicas[0], len(ref), id, len(b))
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// logBytes returns the whole batches of a partition's segments on the
+// node's disk, in offset order.
+func (n *node) logBytes(topic string, partition int32) ([]byte, error) {
+	files, err := filepath.Glob(filepath.Join(n.dataDir, fmt.Sprintf("%s-%d", topic, partition), "*.log"))
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	var out []byte
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, wholeBatches(b)...)
+	}
+	return out, nil
+}
+
+// wholeBatches cuts a segment's bytes after its last whole batch (an
+// active segment is preallocated: its tail is zeros).
+func wholeBatches(b []byte) []byte {
+	n := 0
+	for len(b)-n >= 61 {
+		size := int(int32(binary.BigEndian.Uint32(b[n+8:]))) + 12
+		if size < 61 || n+size > len(b) || b[n+16] != 2 {
+			break
+		}
+		n += size
+	}
+	return b[:n]
+}
