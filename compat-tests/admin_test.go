@@ -72,11 +72,22 @@ func TestCreateTopicsValidateOnlyAndConfigs(t *testing.T) {
 	if len(found) < 20 {
 		t.Fatalf("only %d topic configs described", len(found))
 	}
-	brokers, err := adm.DescribeBrokerConfigs(ctx)
+	meta, err := adm.BrokerMetadata(ctx)
+	must(t, err, "BrokerMetadata")
+	brokers, err := adm.DescribeBrokerConfigs(ctx, meta.Brokers.NodeIDs()...)
 	must(t, err, "DescribeBrokerConfigs")
 	for _, b := range brokers {
 		if b.Err != nil || len(b.Configs) < 50 {
 			t.Fatalf("broker %s configs: %v, %d entries", b.Name, b.Err, len(b.Configs))
+		}
+	}
+	// The cluster-wide resource ("") lists dynamic defaults only, as Kafka:
+	// none were set.
+	defaults, err := adm.DescribeBrokerConfigs(ctx)
+	must(t, err, "DescribeBrokerConfigs (cluster defaults)")
+	for _, b := range defaults {
+		if b.Err != nil || len(b.Configs) != 0 {
+			t.Fatalf("cluster default configs: %v, %d entries, want none", b.Err, len(b.Configs))
 		}
 	}
 }
