@@ -17,6 +17,7 @@ const (
 	RecoveryPointCheckpointFile  = "recovery-point-offset-checkpoint"
 	ReplicationCheckpointFile    = "replication-offset-checkpoint"
 	LogStartOffsetCheckpointFile = "log-start-offset-checkpoint"
+	CleanerOffsetCheckpointFile  = "cleaner-offset-checkpoint"
 	CleanShutdownFile            = ".kafka_cleanshutdown"
 	LeaderEpochCheckpointFile    = "leader-epoch-checkpoint"
 	PartitionMetadataFile        = "partition.metadata"

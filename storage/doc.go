@@ -10,6 +10,7 @@
 //	  recovery-point-offset-checkpoint   offsets below which data is on disk
 //	  replication-offset-checkpoint      high watermarks
 //	  log-start-offset-checkpoint        log start offsets
+//	  cleaner-offset-checkpoint          first dirty offset of compacted logs
 //	  .kafka_cleanshutdown               present only after a clean shutdown
 //	  __cluster_metadata-0/              not ours (controller); never touched
 //	  <topic>-<partition>/
@@ -19,6 +20,8 @@
 //	    00000000000000000000.snapshot    producer state as of that offset
 //	    leader-epoch-checkpoint
 //	    partition.metadata               "version: 0\ntopic_id: <base64url>"
+//	    <base>.log.cleaned, .log.swap,   a compaction in progress (see Log
+//	    and their .index/.timeindex      compaction below)
 //
 // File names are the segment's base offset (or the snapshot's offset) as
 // %020d. A deleted partition is renamed to "<topic>-<partition>.<hex>-delete"
@@ -35,9 +38,10 @@
 //	    21    2 attributes            bits 0-2 compression (0 none, 1 gzip,
 //	                                  2 snappy, 3 lz4, 4 zstd), bit 3 timestamp
 //	                                  type (1 = LogAppendTime), bit 4
-//	                                  transactional, bit 5 control
+//	                                  transactional, bit 5 control, bit 6
+//	                                  delete horizon (set by the cleaner)
 //	    23    4 lastOffsetDelta
-//	    27    8 baseTimestamp
+//	    27    8 baseTimestamp         with bit 6: the delete horizon (ms)
 //	    35    8 maxTimestamp          LogAppendTime: the broker's time, and the
 //	                                  timestamp of every record
 //	    43    8 producerId            -1 if not idempotent
@@ -130,8 +134,12 @@
 //
 // # Recovery rules (OpenLog)
 //
-//  1. Stray files (*.cleaned, *.swap, *.deleted, *.tmp) and index files
-//     without a .log are deleted.
+//  1. Interrupted compaction swaps are completed: a <base>.log.swap
+//     replaces the segments with base offsets in [base, its next offset),
+//     then it and its index .swap files are renamed into place (an index
+//     .swap alone is renamed if its .log exists). Then stray files
+//     (*.cleaned, other *.swap, *.deleted, *.tmp) and index files without a
+//     .log are deleted.
 //  2. After an unclean shutdown, every segment that may hold offsets at or
 //     after the recovery point is recovered: each batch's length, magic and
 //     CRC are checked and its offsets must increase within the segment's
@@ -161,10 +169,72 @@
 //
 // Progress is logged every RecoveryProgressEvery segments.
 //
+// # Log compaction (cleanup.policy=compact; cleaner.go)
+//
+// Kafka's LogCleaner semantics, per log:
+//
+//   - The dirty section runs from the cleaner checkpoint (the log start
+//     offset if unknown or outside the log) to the first uncleanable
+//     offset: the start of the segment holding min(HW, active segment base,
+//     first dirty segment whose largest timestamp is within
+//     min.compaction.lag.ms of now). The HW stands for the first unstable
+//     offset until transactions exist. The active segment and everything
+//     from the segment holding the HW on are never touched.
+//   - When: the Manager's cleaner goroutine, every LogCleanerBackoff, cleans
+//     the compacted logs whose dirty ratio (dirty section bytes / bytes of
+//     the dirty and clean sections) exceeds min.cleanable.dirty.ratio, or
+//     whose dirty section has a first batch older than
+//     max.compaction.lag.ms, dirtiest first. Log.Compact cleans at once.
+//     max.compaction.lag.ms also caps segment.ms for the active segment.
+//   - The offset map holds key -> last offset over the dirty section (keys
+//     compared byte for byte), bounded by CleanerDedupeBufferBytes; if it
+//     fills, the cleaning covers the mapped offsets and the next one goes
+//     on from there. The checkpoint moves to the end of the mapped range
+//     once every group was swapped.
+//   - Every segment from the first one to the end of the mapped range is
+//     rewritten, in groups of consecutive segments of at most segment.bytes
+//     of input (and an offset span that fits the index), each into one
+//     segment with the group's first base offset (possibly empty), the last
+//     segment's modification time, and rebuilt indexes.
+//   - A record is kept if it lies after the mapped range, or has a key and
+//     is the latest of its key, and has a value or is a tombstone (null
+//     value) whose batch has no delete horizon or one not yet reached.
+//     Keyless records are dropped. A batch keeping a tombstone gets a delete
+//     horizon of now + delete.retention.ms the first time (KIP-534: bit 6,
+//     stored in baseTimestamp): tombstones go at the first cleaning after
+//     delete.retention.ms past the cleaning that first kept them.
+//   - Batches: control batches (transaction markers) are kept as they are.
+//     A batch whose records all stay, and that needs no new horizon, is
+//     copied byte for byte. Otherwise its kept records are re-encoded
+//     into a batch with the original baseOffset, lastOffsetDelta,
+//     partition leader epoch, attributes, producer id, epoch and base
+//     sequence, recompressed with the original codec (snappy keeps the Java
+//     client's xerial framing if it had it); each record keeps its offset,
+//     timestamp, key, value and headers (baseTimestamp becomes the horizon
+//     or the first record's timestamp, maxTimestamp the largest kept one
+//     for CreateTime). A batch left without records is dropped, except the
+//     last batch of an active idempotent producer, kept as an empty
+//     header-only batch (no records, baseTimestamp -1, no compression) so
+//     that its sequence survives and a retry of it is still a duplicate.
+//   - Swap, crash-safe as Kafka: write <base>.log/.index/.timeindex.cleaned
+//     and fsync them (without the append lock); then, under it, rename
+//     .log.cleaned to .log.swap (the commit point), the indexes to .swap,
+//     fsync the dir, delete the other segments of the group, fsync the dir,
+//     rename the .swap files over <base>.*, publish the new segment list.
+//     Readers holding old segments keep their mappings; old segments stay
+//     mapped during the swap so nobody opens a replaced path. A truncation,
+//     close or retention that changes the group aborts the cleaning before
+//     the commit. Recovery rule 1 finishes a committed swap.
+//   - CheckKeyedRecords is the produce-path check: a keyless record on a
+//     compacted topic is INVALID_RECORD.
+//   - cleanup.policy=compact,delete: the cleaner and time/size retention
+//     both apply.
+//
 // # Concurrency
 //
 // Log methods are safe for concurrent use. Mutations serialise on the
-// log's append lock; reads take no log lock (see Log). Do not call
+// log's append lock; reads take no log lock (see Log). A cleaning copies
+// without the append lock and takes it only to swap. Do not call
 // TruncateTo from a goroutine that holds an unreleased ReadResult of the
 // same log: it waits for that reader.
 package storage

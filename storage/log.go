@@ -17,6 +17,10 @@ type LogState struct {
 	LogStartOffset int64
 	HighWatermark  int64
 	CleanShutdown  bool // the log dir had a clean-shutdown marker
+	// CleanerCheckpoint is where the cleaner's dirty section starts
+	// (cleaner-offset-checkpoint); 0 or out of [log start, log end] means
+	// the log start offset.
+	CleanerCheckpoint int64
 }
 
 // LogOptions inject the environment. Zero values take defaults.
@@ -36,6 +40,10 @@ type LogOptions struct {
 	// RecoveryProgressEvery logs recovery progress every that many
 	// segments (default 1000).
 	RecoveryProgressEvery int
+	// CleanerDedupeBufferBytes bounds the cleaner's offset map
+	// (log.cleaner.dedupe.buffer.size, default 128 MiB): each key costs its
+	// length plus offsetMapEntryOverhead bytes.
+	CleanerDedupeBufferBytes int64
 }
 
 func (o LogOptions) withDefaults() LogOptions {
@@ -53,6 +61,9 @@ func (o LogOptions) withDefaults() LogOptions {
 	}
 	if o.RecoveryProgressEvery <= 0 {
 		o.RecoveryProgressEvery = 1000
+	}
+	if o.CleanerDedupeBufferBytes <= 0 {
+		o.CleanerDedupeBufferBytes = 128 << 20
 	}
 	return o
 }
@@ -101,8 +112,13 @@ type SegmentInfo struct {
 // the segment list, then the log end offset; a reader that loaded the log
 // end offset therefore finds every batch below it complete.
 //
-// Lock order: flushMu -> appendMu -> segment.mu -> {segment.maxTsMu,
-// producerStateManager.mu, EpochCache.mu}; mappedMu is taken alone.
+// Compaction (cleaner.go) reads and rewrites inactive segments without
+// appendMu and swaps the result in under it; cleanMu makes cleanings of one
+// log sequential.
+//
+// Lock order: cleanMu -> flushMu -> appendMu -> segment.mu ->
+// {segment.maxTsMu, producerStateManager.mu, EpochCache.mu}; mappedMu is
+// taken alone.
 type Log struct {
 	dir    string
 	opts   LogOptions
@@ -127,8 +143,9 @@ type Log struct {
 	// dirDirty: files were created or removed since the last dir fsync.
 	dirDirty bool
 	// truncations counts truncations, so that a flush racing with one does
-	// not advance the recovery point over rewritten offsets.
-	truncations int64
+	// not advance the recovery point over rewritten offsets, and a cleaning
+	// racing with one aborts. Written with appendMu held.
+	truncations atomic.Int64
 	producers   *producerStateManager
 
 	// Published for lock-free readers; written with appendMu held.
@@ -138,6 +155,20 @@ type Log struct {
 	highWatermark  atomic.Int64
 	recoveryPoint  atomic.Int64
 	isClosed       atomic.Bool
+
+	// cleanMu serialises cleanings (Compact); it guards the following.
+	cleanMu sync.Mutex
+	// uncleanable: a cleaning found corrupt data; the background cleaner
+	// skips the log until it is reopened (Kafka's uncleanable partitions).
+	uncleanable bool
+	// cleanerHook, set by tests, is called at each step of a cleaning's
+	// swap ("cleaned", "swap", "deleted", "renamed") to see the files a
+	// crash would leave.
+	cleanerHook func(step string)
+
+	// cleanerOffset is the first dirty offset: the cleaner's checkpoint.
+	// Stored by the cleaner and lowered by truncation (with appendMu held).
+	cleanerOffset atomic.Int64
 
 	mappedMu sync.Mutex // guards the following
 	// mapped lists the inactive segments with a read mapping, least
@@ -635,7 +666,7 @@ func (l *Log) Flush() error {
 	for i, s := range segs {
 		sizes[i] = s.size.Load()
 	}
-	dirDirty, unflushed, truncations := l.dirDirty, l.unflushedMessages, l.truncations
+	dirDirty, unflushed, truncations := l.dirDirty, l.unflushedMessages, l.truncations.Load()
 	l.dirDirty, l.rollFlushPending = false, false
 	l.appendMu.Unlock()
 
@@ -654,7 +685,7 @@ func (l *Log) Flush() error {
 	}
 	l.unflushedMessages = max(l.unflushedMessages-unflushed, 0)
 	l.lastFlush = l.now()
-	if truncations == l.truncations && leo > l.recoveryPoint.Load() {
+	if truncations == l.truncations.Load() && leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(leo)
 	}
 	return nil

@@ -33,9 +33,14 @@ type ManagerOptions struct {
 	// ProducerIDExpiration: producer.id.expiration.ms, applied with
 	// retention (default 24h; negative disables).
 	ProducerIDExpiration time.Duration
-	// Fallocate and MaxMappedSegments are passed to every log (LogOptions).
-	Fallocate         func(f *os.File, offset, length int64) error
-	MaxMappedSegments int
+	// LogCleanerBackoff: how often the cleaner looks for compacted logs to
+	// clean (log.cleaner.backoff.ms, default 15s).
+	LogCleanerBackoff time.Duration
+	// Fallocate, MaxMappedSegments and CleanerDedupeBufferBytes are passed
+	// to every log (LogOptions).
+	Fallocate                func(f *os.File, offset, length int64) error
+	MaxMappedSegments        int
+	CleanerDedupeBufferBytes int64
 
 	// newTicker replaces time.NewTicker in tests.
 	newTicker func(d time.Duration) (<-chan time.Time, func())
@@ -59,6 +64,9 @@ func (o ManagerOptions) withDefaults() ManagerOptions {
 	}
 	if o.ProducerIDExpiration == 0 {
 		o.ProducerIDExpiration = 24 * time.Hour
+	}
+	if o.LogCleanerBackoff <= 0 {
+		o.LogCleanerBackoff = 15 * time.Second
 	}
 	if o.newTicker == nil {
 		o.newTicker = func(d time.Duration) (<-chan time.Time, func()) {
@@ -85,6 +93,7 @@ type dirState struct {
 	recoveryPoints map[TopicPartition]int64
 	highWatermarks map[TopicPartition]int64
 	logStarts      map[TopicPartition]int64
+	cleanerOffsets map[TopicPartition]int64
 	// recoveryUnknown: the recovery point checkpoint was unreadable, so
 	// every log of the dir is fully recovered.
 	recoveryUnknown bool
@@ -99,8 +108,9 @@ type managedLog struct {
 
 // Manager owns the log dirs: it opens, creates and deletes partition logs,
 // writes Kafka's per-dir checkpoint files and the clean-shutdown marker,
-// and runs one background goroutine (Run) for flush.ms, retention and
-// checkpoints, stopped by Close.
+// and runs two background goroutines (Run), stopped by Close: one for
+// flush.ms, retention and checkpoints, one for log compaction (the
+// cleaner, whose cleanings may take long).
 //
 // Locking: openMu serialises Open, Delete and Close (they do disk work);
 // mu guards the maps and is held only briefly. Order: openMu -> mu;
@@ -125,7 +135,7 @@ type Manager struct {
 	runOnce  sync.Once
 	stopOnce sync.Once
 	stop     chan struct{} // closed by Close
-	done     chan struct{} // closed when the loop exits (if it ran)
+	done     chan struct{} // closed when both loops exit (if they ran)
 	running  bool          // guarded by mu
 }
 
@@ -178,6 +188,7 @@ func (m *Manager) loadDir(path string) (*dirState, error) {
 	ds.recoveryPoints = read(RecoveryPointCheckpointFile)
 	ds.highWatermarks = read(ReplicationCheckpointFile)
 	ds.logStarts = read(LogStartOffsetCheckpointFile)
+	ds.cleanerOffsets = read(CleanerOffsetCheckpointFile)
 	marker := filepath.Join(path, CleanShutdownFile)
 	if _, err := os.Stat(marker); err == nil {
 		ds.clean = !ds.recoveryUnknown
@@ -381,6 +392,8 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 		LogStartOffset: ds.logStarts[tp],
 		HighWatermark:  ds.highWatermarks[tp],
 		CleanShutdown:  ds.clean,
+
+		CleanerCheckpoint: ds.cleanerOffsets[tp],
 	}
 	if ds.recoveryUnknown {
 		st.RecoveryPoint, st.CleanShutdown = 0, false
@@ -389,7 +402,8 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 }
 
 func (m *Manager) logOptions() LogOptions {
-	return LogOptions{Now: m.opts.Now, Logger: m.logger, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments}
+	return LogOptions{Now: m.opts.Now, Logger: m.logger, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
+		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes}
 }
 
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
@@ -455,6 +469,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		delete(ds.recoveryPoints, tp)
 		delete(ds.highWatermarks, tp)
 		delete(ds.logStarts, tp)
+		delete(ds.cleanerOffsets, tp)
 	}
 	m.mu.Unlock()
 	var dir string
@@ -496,17 +511,19 @@ func removePartitionDir(list []PartitionDir, tp TopicPartition) []PartitionDir {
 	return out
 }
 
-// WriteCheckpoints writes the recovery point, replication (HW) and log
-// start offset checkpoints of every log dir. Partitions found at startup
-// and not opened keep the values read then.
+// WriteCheckpoints writes the recovery point, replication (HW), log start
+// offset and cleaner offset checkpoints of every log dir. Partitions found
+// at startup and not opened keep the values read then; the cleaner
+// checkpoint lists the logs the cleaner has a position for.
 func (m *Manager) WriteCheckpoints() error {
 	m.checkpointMu.Lock()
 	defer m.checkpointMu.Unlock()
 	m.mu.Lock()
-	type values struct{ rp, hw, lso map[TopicPartition]int64 }
+	type values struct{ rp, hw, lso, cleaner map[TopicPartition]int64 }
 	byDir := map[*dirState]*values{}
 	for _, ds := range m.dirs {
-		v := &values{rp: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, lso: map[TopicPartition]int64{}}
+		v := &values{rp: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, lso: map[TopicPartition]int64{},
+			cleaner: map[TopicPartition]int64{}}
 		for tp := range m.onDisk {
 			if pd := m.onDisk[tp]; filepath.Dir(pd.Dir) == filepath.Clean(ds.path) {
 				if rp, ok := ds.recoveryPoints[tp]; ok && !ds.recoveryUnknown {
@@ -518,6 +535,9 @@ func (m *Manager) WriteCheckpoints() error {
 				if lso, ok := ds.logStarts[tp]; ok {
 					v.lso[tp] = lso
 				}
+				if off, ok := ds.cleanerOffsets[tp]; ok {
+					v.cleaner[tp] = off
+				}
 			}
 		}
 		byDir[ds] = v
@@ -525,6 +545,9 @@ func (m *Manager) WriteCheckpoints() error {
 	for tp, ml := range m.logs {
 		v := byDir[ml.dir]
 		v.rp[tp], v.hw[tp], v.lso[tp] = ml.log.RecoveryPoint(), ml.log.HighWatermark(), ml.log.LogStartOffset()
+		if off := ml.log.cleanerOffset.Load(); off > 0 {
+			v.cleaner[tp] = off
+		}
 	}
 	m.mu.Unlock()
 	var errs []error
@@ -532,6 +555,7 @@ func (m *Manager) WriteCheckpoints() error {
 		v := byDir[ds]
 		for name, offsets := range map[string]map[TopicPartition]int64{
 			RecoveryPointCheckpointFile: v.rp, ReplicationCheckpointFile: v.hw, LogStartOffsetCheckpointFile: v.lso,
+			CleanerOffsetCheckpointFile: v.cleaner,
 		} {
 			if err := writeOffsetCheckpoint(filepath.Join(ds.path, name), offsets); err != nil {
 				errs = append(errs, err)
@@ -544,10 +568,11 @@ func (m *Manager) WriteCheckpoints() error {
 // Start runs the background loop until Close: Run(context.Background()).
 func (m *Manager) Start() { m.Run(context.Background()) }
 
-// Run starts the manager's background goroutine (once; later calls do
-// nothing). It flushes logs whose flush.ms elapsed (and rolled segments),
+// Run starts the manager's background goroutines (once; later calls do
+// nothing). One flushes logs whose flush.ms elapsed (and rolled segments),
 // applies retention every RetentionCheckInterval and writes checkpoints
-// every CheckpointInterval, until ctx is done or Close is called.
+// every CheckpointInterval; the cleaner compacts the logs that are due
+// every LogCleanerBackoff. Both run until ctx is done or Close is called.
 func (m *Manager) Run(ctx context.Context) {
 	m.runOnce.Do(func() {
 		m.mu.Lock()
@@ -560,14 +585,80 @@ func (m *Manager) Run(ctx context.Context) {
 		flushC, stopFlush := m.opts.newTicker(m.opts.FlushCheckInterval)
 		retentionC, stopRetention := m.opts.newTicker(m.opts.RetentionCheckInterval)
 		checkpointC, stopCheckpoint := m.opts.newTicker(m.opts.CheckpointInterval)
-		go func() {
-			defer close(m.done)
+		cleanerC, stopCleaner := m.opts.newTicker(m.opts.LogCleanerBackoff)
+		var wg sync.WaitGroup
+		wg.Go(func() {
 			defer stopFlush()
 			defer stopRetention()
 			defer stopCheckpoint()
 			m.loop(ctx, flushC, retentionC, checkpointC)
+		})
+		wg.Go(func() {
+			defer stopCleaner()
+			m.cleanerLoop(ctx, cleanerC)
+		})
+		go func() {
+			wg.Wait()
+			close(m.done)
 		}()
 	})
+}
+
+// cleanerLoop runs a cleaner pass every LogCleanerBackoff.
+func (m *Manager) cleanerLoop(ctx context.Context, cleanerC <-chan time.Time) {
+	stopped := func() bool {
+		select {
+		case <-ctx.Done():
+			return true
+		case <-m.stop:
+			return true
+		default:
+			return false
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.stop:
+			return
+		case <-cleanerC:
+			m.cleanerPass(m.opts.Now(), stopped)
+		}
+	}
+}
+
+// cleanerPass cleans every compacted log Kafka's cleaner would pick now,
+// dirtiest first, then writes the checkpoints (the cleaner offsets moved).
+// stopped aborts a cleaning in progress.
+func (m *Manager) cleanerPass(now time.Time, stopped func() bool) {
+	type candidate struct {
+		l     *Log
+		ratio float64
+	}
+	var due []candidate
+	for _, l := range m.All() {
+		if cfg := l.Config(); !cfg.compacted() {
+			continue
+		}
+		if p, err := l.planCleaning(now); err == nil && p.due() {
+			due = append(due, candidate{l, p.ratio()})
+		}
+	}
+	sort.SliceStable(due, func(i, j int) bool { return due[i].ratio > due[j].ratio })
+	cleaned := false
+	for _, c := range due {
+		if stopped() {
+			return
+		}
+		st, _ := c.l.compact(now, stopped, true) // failures are logged by the log
+		cleaned = cleaned || st.Cleaned
+	}
+	if cleaned {
+		if err := m.WriteCheckpoints(); err != nil {
+			m.logger.Error("storage: writing checkpoints failed", "err", err)
+		}
+	}
 }
 
 func (m *Manager) loop(ctx context.Context, flushC, retentionC, checkpointC <-chan time.Time) {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,9 +38,12 @@ func parseSegmentName(name, suffix string) (int64, bool) {
 	return off, err == nil && off >= 0
 }
 
-// scanDirLocked deletes stray and orphaned files and returns the base
-// offsets of the .log files, ascending.
+// scanDirLocked completes interrupted compaction swaps, deletes stray and
+// orphaned files and returns the base offsets of the .log files, ascending.
 func (l *Log) scanDirLocked() ([]int64, error) {
+	if err := l.completeSwapsLocked(); err != nil {
+		return nil, err
+	}
 	des, err := os.ReadDir(l.dir)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list log dir: %w", err)
@@ -74,6 +78,115 @@ func (l *Log) scanDirLocked() ([]int64, error) {
 	return bases, nil
 }
 
+// completeSwapsLocked finishes the compaction swaps a crash interrupted
+// (Kafka's LogLoader swap recovery; see swapCleaned for the order of the
+// steps). A <base>.log.swap is a committed cleaned segment: the segments it
+// replaces, those with a base offset in (base, its next offset), are
+// deleted with the index files of <base> that have no .swap (they belong to
+// the replaced log and are rebuilt), then the .swap files are renamed into
+// place. An index .swap without a log .swap belongs to a swap whose log was
+// already renamed: it is renamed too. *.cleaned files (never committed) are
+// left to the stray-file deletion.
+func (l *Log) completeSwapsLocked() error {
+	des, err := os.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("storage: list log dir: %w", err)
+	}
+	var logs, swaps []int64
+	for _, de := range des {
+		if base, ok := parseSegmentName(de.Name(), logSuffix); ok {
+			logs = append(logs, base)
+		} else if base, ok := parseSegmentName(de.Name(), logSuffix+swapSuffix); ok {
+			swaps = append(swaps, base)
+		}
+	}
+	for _, base := range swaps {
+		if err := l.completeSwapLocked(base, logs); err != nil {
+			return err
+		}
+		logs = append(logs, base)
+	}
+	done := len(swaps) > 0
+	for _, de := range des {
+		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+			base, ok := parseSegmentName(de.Name(), suf+swapSuffix)
+			if !ok || !slices.Contains(logs, base) {
+				continue // a stray without its log: deleted as such
+			}
+			path := segmentFileName(l.dir, base, suf)
+			if err := os.Rename(path+swapSuffix, path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("storage: complete swap: %w", err)
+			}
+			done = true
+		}
+	}
+	if done {
+		return syncDir(l.dir)
+	}
+	return nil
+}
+
+// completeSwapLocked installs <base>.log.swap (see completeSwapsLocked).
+func (l *Log) completeSwapLocked(base int64, logs []int64) error {
+	swap := segmentFileName(l.dir, base, logSuffix) + swapSuffix
+	next, err := swapNextOffset(swap, base)
+	if err != nil {
+		return err
+	}
+	l.logger.Warn("storage: completing an interrupted compaction swap", "segment", filepath.Base(swap), "next_offset", next)
+	for _, b := range logs {
+		if b > base && b < next {
+			if err := newSegment(l.dir, b, l.env).removeFiles(); err != nil {
+				return fmt.Errorf("storage: delete compacted segment: %w", err)
+			}
+		}
+	}
+	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		path := segmentFileName(l.dir, base, suf)
+		if _, err := os.Stat(path + swapSuffix); errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("storage: delete replaced index: %w", err)
+			}
+		}
+	}
+	// The deletions must be durable before the rename makes the swap
+	// segment look like any other.
+	if err := syncDir(l.dir); err != nil {
+		return err
+	}
+	if err := os.Rename(swap, segmentFileName(l.dir, base, logSuffix)); err != nil {
+		return fmt.Errorf("storage: complete swap: %w", err)
+	}
+	return nil
+}
+
+// swapNextOffset is the offset after the last valid batch of a swap file
+// (base if it has none).
+func swapNextOffset(path string, base int64) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("storage: open swap file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("storage: stat swap file: %w", err)
+	}
+	if st.Size() == 0 {
+		return base, nil
+	}
+	data, err := mmapFile(f, st.Size(), false)
+	if err != nil {
+		return 0, err
+	}
+	defer munmap(data)
+	next := base
+	for it := VerifiedBatches(data); it.Next(); {
+		next = it.Header().NextOffset()
+	}
+	return next, nil
+}
+
 // loadLocked builds the log from its directory: recovery of unflushed or
 // suspicious segments, then offsets, epoch cache and producer state.
 func (l *Log) loadLocked(st LogState) error {
@@ -106,6 +219,7 @@ func (l *Log) loadLocked(st LogState) error {
 		rp = max(min(st.RecoveryPoint, leo), 0)
 	}
 	l.recoveryPoint.Store(rp)
+	l.cleanerOffset.Store(st.CleanerCheckpoint)
 	if err := l.loadEpochCacheLocked(); err != nil {
 		return err
 	}

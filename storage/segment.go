@@ -359,7 +359,7 @@ func (s *segment) rollReason(cfg *LogConfig, n int64, batches int, lastOffset in
 		return "segment.bytes"
 	case s.index.isFull(int64(batches)) || s.timeIndex.isFull(int64(batches)+1):
 		return "index full"
-	case !s.rollingTime.IsZero() && now.Sub(s.rollingTime) > cfg.SegmentMs:
+	case !s.rollingTime.IsZero() && now.Sub(s.rollingTime) > cfg.maxSegmentAge():
 		return "segment.ms"
 	}
 	return ""

@@ -31,7 +31,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	// Readers that load the new end from now on stop before the cut.
 	l.logEndOffset.Store(offset)
-	l.truncations++
+	l.truncations.Add(1) // a running cleaning sees it and lets go of the segment
 	segs := l.segmentList()
 	keep := segmentFor(segs, offset) + 1
 	delErr := l.retireLocked(segs[keep:], true, "truncation")
@@ -46,6 +46,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.logEndOffset.Store(newEnd)
 	l.highWatermark.Store(min(l.highWatermark.Load(), newEnd))
 	l.recoveryPoint.Store(min(l.recoveryPoint.Load(), newEnd))
+	l.cleanerOffset.Store(min(l.cleanerOffset.Load(), newEnd))
 	l.dirDirty = true
 	err = errors.Join(delErr, l.epochs.TruncateFromEnd(newEnd), l.rebuildProducerStateLocked(newEnd))
 	l.logger.Info("storage: truncated log", "offset", offset, "log_end_offset", newEnd)
@@ -136,9 +137,10 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 // truncateFullyLocked implements TruncateFullyAndStartAt. Must be called
 // with appendMu held.
 func (l *Log) truncateFullyLocked(offset int64) error {
-	l.truncations++
+	l.truncations.Add(1)
 	l.logEndOffset.Store(offset)
 	l.logStartOffset.Store(offset)
+	l.cleanerOffset.Store(min(l.cleanerOffset.Load(), offset))
 	delErr := l.retireLocked(l.segmentList(), true, "truncate fully")
 	s, err := createSegment(l.dir, offset, l.cfg.segmentParams(), l.env, l.now())
 	if err != nil {
