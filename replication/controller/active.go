@@ -104,6 +104,10 @@ func (c *controller) handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.alterConfigs(ctx, r)
 	case *kmsg.AlterPartitionRequest:
 		return c.alterPartition(ctx, r)
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		return c.alterPartitionReassignments(ctx, r)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		return c.listPartitionReassignments(r)
 	case *kmsg.BrokerRegistrationRequest:
 		return c.registerBroker(ctx, r)
 	case *kmsg.BrokerHeartbeatRequest:

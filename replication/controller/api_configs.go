@@ -12,11 +12,16 @@ import (
 )
 
 // IncrementalAlterConfigs (44) and AlterConfigs (33) for TOPIC and BROKER
-// resources. Topic values go through Options.ValidateTopicConfig; broker
-// values are stored as given (BROKER "" is the cluster-wide default).
+// resources (BROKER "" is the cluster-wide default). Changed values go
+// through Options.ValidateTopicConfig (INVALID_CONFIG) and
+// Options.ValidateBrokerConfig (INVALID_REQUEST, as Kafka's broker-side
+// DynamicBrokerConfig check answers). A resource named twice in one request
+// is refused in both places, as Kafka's ConfigAdminManager does.
 
 // configResource resolves a resource to its current configs, or an error.
-func configResource(img *Image, typ kmsg.ConfigResourceType, name string) (map[string]string, *apiError) {
+// A broker resource must name a registered broker or a voter (Kafka's
+// ConfigResourceExistenceChecker).
+func (c *controller) configResource(img *Image, typ kmsg.ConfigResourceType, name string) (map[string]string, *apiError) {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:
 		t := img.Topics[name]
@@ -26,8 +31,12 @@ func configResource(img *Image, typ kmsg.ConfigResourceType, name string) (map[s
 		return t.Configs, nil
 	case kmsg.ConfigResourceTypeBroker:
 		if name != "" {
-			if id, err := strconv.ParseInt(name, 10, 32); err != nil || id < 0 {
-				return nil, newAPIError(kerr.InvalidRequest, "Invalid broker name %q", name)
+			id, err := strconv.ParseInt(name, 10, 32)
+			if err != nil || id < 0 {
+				return nil, newAPIError(kerr.InvalidRequest, "Invalid broker name %s", name)
+			}
+			if img.Brokers[int32(id)] == nil && !c.opts.isVoterID(int32(id)) {
+				return nil, newAPIError(kerr.BrokerIDNotRegistered, "No broker with id %d found.", id)
 			}
 		}
 		return img.BrokerConfigs[name], nil
@@ -36,7 +45,7 @@ func configResource(img *Image, typ kmsg.ConfigResourceType, name string) (map[s
 }
 
 // configChanges turns a resource's wanted configs into SetConfig records,
-// validating changed topic values.
+// validating changed values.
 func (c *controller) configChanges(typ kmsg.ConfigResourceType, name string, cur, want map[string]string) ([]record, *apiError) {
 	var recs []record
 	for _, k := range slices.Sorted(maps.Keys(want)) {
@@ -44,10 +53,8 @@ func (c *controller) configChanges(typ kmsg.ConfigResourceType, name string, cur
 		if old, ok := cur[k]; ok && old == v {
 			continue
 		}
-		if typ == kmsg.ConfigResourceTypeTopic {
-			if e := c.validateTopicConfig(k, v); e != nil {
-				return nil, e
-			}
+		if e := c.validateConfig(typ, k, v); e != nil {
+			return nil, e
 		}
 		recs = append(recs, &setConfigRecord{ResourceType: int8(typ), Resource: name, Key: k, Value: ptrTo(v)})
 	}
@@ -59,16 +66,55 @@ func (c *controller) configChanges(typ kmsg.ConfigResourceType, name string, cur
 	return recs, nil
 }
 
+func (c *controller) validateConfig(typ kmsg.ConfigResourceType, name, value string) *apiError {
+	switch {
+	case typ == kmsg.ConfigResourceTypeTopic:
+		return c.validateTopicConfig(name, value)
+	case typ == kmsg.ConfigResourceTypeBroker && c.opts.ValidateBrokerConfig != nil:
+		if err := c.opts.ValidateBrokerConfig(name, value); err != nil {
+			return newAPIError(kerr.InvalidRequest, "%s", err.Error())
+		}
+	}
+	return nil
+}
+
+type configResourceKey struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+// duplicateResources returns the resources named more than once.
+func duplicateResources(n int, key func(i int) configResourceKey) map[configResourceKey]bool {
+	seen, dup := map[configResourceKey]bool{}, map[configResourceKey]bool{}
+	for i := range n {
+		k := key(i)
+		if seen[k] {
+			dup[k] = true
+		}
+		seen[k] = true
+	}
+	return dup
+}
+
+var errDuplicateResource = &apiError{code: kerr.InvalidRequest.Code, msg: "Each resource must appear at most once."}
+
 func (c *controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.IncrementalAlterConfigsRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	img := c.fsm.image()
+	dup := duplicateResources(len(req.Resources), func(i int) configResourceKey {
+		return configResourceKey{req.Resources[i].ResourceType, req.Resources[i].ResourceName}
+	})
 	var recs []record
 	for _, res := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		r, e := c.incrementalChanges(img, res)
+		var r []record
+		e := errDuplicateResource
+		if !dup[configResourceKey{res.ResourceType, res.ResourceName}] {
+			r, e = c.incrementalChanges(img, res)
+		}
 		if e != nil {
 			rr.ErrorCode, rr.ErrorMessage = e.code, e.message()
 		} else {
@@ -86,7 +132,7 @@ func (c *controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 }
 
 func (c *controller) incrementalChanges(img *Image, res kmsg.IncrementalAlterConfigsRequestResource) ([]record, *apiError) {
-	cur, e := configResource(img, res.ResourceType, res.ResourceName)
+	cur, e := c.configResource(img, res.ResourceType, res.ResourceName)
 	if e != nil {
 		return nil, e
 	}
@@ -152,11 +198,18 @@ func (c *controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	img := c.fsm.image()
+	dup := duplicateResources(len(req.Resources), func(i int) configResourceKey {
+		return configResourceKey{req.Resources[i].ResourceType, req.Resources[i].ResourceName}
+	})
 	var recs []record
 	for _, res := range req.Resources {
 		rr := kmsg.NewAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = res.ResourceType, res.ResourceName
-		r, e := c.replaceChanges(img, res)
+		var r []record
+		e := errDuplicateResource
+		if !dup[configResourceKey{res.ResourceType, res.ResourceName}] {
+			r, e = c.replaceChanges(img, res)
+		}
 		if e != nil {
 			rr.ErrorCode, rr.ErrorMessage = e.code, e.message()
 		} else {
@@ -174,7 +227,7 @@ func (c *controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 }
 
 func (c *controller) replaceChanges(img *Image, res kmsg.AlterConfigsRequestResource) ([]record, *apiError) {
-	cur, e := configResource(img, res.ResourceType, res.ResourceName)
+	cur, e := c.configResource(img, res.ResourceType, res.ResourceName)
 	if e != nil {
 		return nil, e
 	}

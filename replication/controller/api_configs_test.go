@@ -20,6 +20,12 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 			}
 			return nil
 		}
+		o.ValidateBrokerConfig = func(name, value string) error {
+			if name == "broker.id" {
+				return errors.New("Cannot update these configs dynamically: Set(broker.id)")
+			}
+			return nil
+		}
 	})
 	h.live(1)
 	h.createTopic("t", 1, 1)
@@ -32,21 +38,39 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 		return kmsg.IncrementalAlterConfigsRequestResource{ResourceType: typ, ResourceName: name, Configs: cfgs}
 	}
 	S, D, A, X := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete, kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract
-	out := run(false,
+	check := func(out []kmsg.IncrementalAlterConfigsResponseResource, want ...error) {
+		t.Helper()
+		for i, w := range want {
+			if got := kerr.ErrorForCode(out[i].ErrorCode); got != w {
+				t.Errorf("resource %d: got %v (%s), want %v", i, got, deref(out[i].ErrorMessage), w)
+			}
+		}
+	}
+	check(run(false,
 		res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptrTo("100")), incOp("cleanup.policy", A, ptrTo("delete,compact"))),
 		res(kmsg.ConfigResourceTypeBroker, "", incOp("log.retention.ms", S, ptrTo("7"))),
 		res(kmsg.ConfigResourceTypeBroker, "1", incOp("anything.goes", S, ptrTo("x"))),
 		res(kmsg.ConfigResourceTypeTopic, "nope", incOp("retention.ms", S, ptrTo("1"))),
-		res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptrTo("-5"))),
 		res(kmsg.ConfigResourceTypeBroker, "x", incOp("a", S, ptrTo("b"))),
 		res(kmsg.ConfigResourceTypeBrokerLogger, "1", incOp("a", S, ptrTo("b"))),
-		res(kmsg.ConfigResourceTypeTopic, "t", incOp("a", S, ptrTo("1")), incOp("a", D, nil)),
-	)
-	want := []error{nil, nil, nil, kerr.UnknownTopicOrPartition, kerr.InvalidConfig, kerr.InvalidRequest, kerr.InvalidRequest, kerr.InvalidRequest}
-	for i, w := range want {
-		if got := kerr.ErrorForCode(out[i].ErrorCode); got != w {
-			t.Errorf("resource %d: got %v (%s), want %v", i, got, deref(out[i].ErrorMessage), w)
-		}
+		// Kafka's ConfigResourceExistenceChecker: a broker id must be registered.
+		res(kmsg.ConfigResourceTypeBroker, "99", incOp("a", S, ptrTo("b"))),
+	), nil, nil, nil, kerr.UnknownTopicOrPartition, kerr.InvalidRequest, kerr.InvalidRequest, kerr.BrokerIDNotRegistered)
+	// ValidateBrokerConfig refusals are INVALID_REQUEST (KAFKA-13609).
+	check(run(false, res(kmsg.ConfigResourceTypeBroker, "", incOp("broker.id", S, ptrTo("5")))), kerr.InvalidRequest)
+	check(run(false, res(kmsg.ConfigResourceTypeTopic, "t", incOp("retention.ms", S, ptrTo("-5")))), kerr.InvalidConfig)
+	check(run(false, res(kmsg.ConfigResourceTypeTopic, "t", incOp("a", S, ptrTo("1")), incOp("a", D, nil))), kerr.InvalidRequest)
+	// A resource named twice is refused in both places, nothing applied.
+	check(run(false,
+		res(kmsg.ConfigResourceTypeBroker, "1", incOp("dup.key", S, ptrTo("1"))),
+		res(kmsg.ConfigResourceTypeTopic, "t", incOp("dup.key", S, ptrTo("1"))),
+		res(kmsg.ConfigResourceTypeBroker, "1", incOp("dup.key", S, ptrTo("2"))),
+	), kerr.InvalidRequest, nil, kerr.InvalidRequest)
+	if _, ok := h.img().BrokerConfigs["1"]["dup.key"]; ok {
+		t.Fatal("duplicate resource applied")
+	}
+	if h.img().BrokerConfigs[""]["broker.id"] != "" {
+		t.Fatal("refused broker config applied")
 	}
 	img := h.img()
 	if c := img.Topics["t"].Configs; c["retention.ms"] != "100" || c["cleanup.policy"] != "delete,compact" {
@@ -55,7 +79,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 	if img.BrokerConfigs[""]["log.retention.ms"] != "7" || img.BrokerConfigs["1"]["anything.goes"] != "x" {
 		t.Fatalf("broker configs %v", img.BrokerConfigs)
 	}
-	run(false, res(kmsg.ConfigResourceTypeTopic, "t", incOp("cleanup.policy", X, ptrTo("delete")), incOp("retention.ms", D, nil)))
+	run(false, res(kmsg.ConfigResourceTypeTopic, "t", incOp("cleanup.policy", X, ptrTo("delete")), incOp("retention.ms", D, nil), incOp("dup.key", D, nil)))
 	if c := h.img().Topics["t"].Configs; c["cleanup.policy"] != "compact" || len(c) != 1 {
 		t.Fatalf("after subtract/delete %v", c)
 	}
@@ -82,5 +106,16 @@ func TestAlterConfigsReplaces(t *testing.T) {
 	}
 	if c := h.img().Topics["t"].Configs; len(c) != 1 || c["b"] != "3" {
 		t.Fatalf("configs %v", c)
+	}
+	// As IncrementalAlterConfigs: duplicate resources, unregistered brokers.
+	req.Resources = append(req.Resources, r,
+		kmsg.AlterConfigsRequestResource{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "7"},
+		kmsg.AlterConfigsRequestResource{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"})
+	resp = h.do(req).(*kmsg.AlterConfigsResponse)
+	want := []error{kerr.InvalidRequest, kerr.InvalidRequest, kerr.BrokerIDNotRegistered, nil}
+	for i, w := range want {
+		if got := kerr.ErrorForCode(resp.Resources[i].ErrorCode); got != w {
+			t.Errorf("resource %d: got %v, want %v", i, got, w)
+		}
 	}
 }

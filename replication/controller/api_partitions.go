@@ -94,6 +94,7 @@ func (c *controller) alterOne(img *Image, req *kmsg.AlterPartitionRequest, t *To
 		acceptable: img.isLive,
 	})
 	if change != nil {
+		c.logReassignment(p, change, false)
 		*recs = append(*recs, change)
 	}
 	return 0
@@ -104,8 +105,15 @@ func (c *controller) alterOne(img *Image, req *kmsg.AlterPartitionRequest, t *To
 func (c *controller) electLeaders(ctx context.Context, req *kmsg.ElectLeadersRequest) (kmsg.Response, error) {
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	election := electionPreferred
-	if req.Version >= 1 && req.ElectionType == 1 {
-		election = electionUnclean
+	if req.Version >= 1 {
+		switch req.ElectionType {
+		case 0:
+		case 1:
+			election = electionUnclean
+		default:
+			c.log.Info("ElectLeaders refused: unknown election type", "type", req.ElectionType)
+			return errorResponse(req, kerr.InvalidRequest.Code), nil
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -140,18 +148,28 @@ func (c *controller) electLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 	return resp, nil
 }
 
+// electResult answers one partition; an error without its own message
+// carries the error's default text, as Kafka's ApiError does.
 func electResult(idx int32, e *apiError) kmsg.ElectLeadersResponseTopicPartition {
 	sp := kmsg.NewElectLeadersResponseTopicPartition()
 	sp.Partition, sp.ErrorCode, sp.ErrorMessage = idx, e.errCode(), e.message()
+	if e != nil && sp.ErrorMessage == nil {
+		if ke, ok := kerr.ErrorForCode(e.code).(*kerr.Error); ok {
+			sp.ErrorMessage = ptrTo(ke.Description)
+		}
+	}
 	return sp
 }
 
 // electOne is Kafka's ReplicationControlManager.electLeader for one partition.
 func electOne(img *Image, topic string, idx int32, election electionType, recs *[]record) *apiError {
 	t := img.Topics[topic]
+	if t == nil {
+		return newAPIError(kerr.UnknownTopicOrPartition, "No such topic as %s", topic)
+	}
 	p := img.Partition(topic, idx)
 	if p == nil {
-		return newAPIError(kerr.UnknownTopicOrPartition, "")
+		return newAPIError(kerr.UnknownTopicOrPartition, "No such partition as %s-%d", topic, idx)
 	}
 	switch {
 	case election == electionPreferred && len(p.Replicas) > 0 && p.Leader == p.Replicas[0],

@@ -131,6 +131,10 @@ func TestElectLeaders(t *testing.T) {
 	if got[0].ErrorCode != 0 || got[1].ErrorCode != kerr.ElectionNotNeeded.Code || got[2].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("preferred: %+v", got)
 	}
+	// Errors carry a message (Kafka's ApiError), successes none.
+	if got[0].ErrorMessage != nil || got[1].ErrorMessage == nil || deref(got[2].ErrorMessage) != "No such partition as t-7" {
+		t.Fatalf("messages %q %q %q", deref(got[0].ErrorMessage), deref(got[1].ErrorMessage), deref(got[2].ErrorMessage))
+	}
 	if p := h.img().Partition("t", 0); p.Leader != 1 {
 		t.Fatalf("t-0 after preferred election %+v", p)
 	}
@@ -148,6 +152,16 @@ func TestElectLeaders(t *testing.T) {
 	}
 	if c := resp.Topics[1].Partitions[0].ErrorCode; c != kerr.ElectionNotNeeded.Code {
 		t.Fatalf("unclean on a led partition: %v", kerr.ErrorForCode(c))
+	}
+
+	// An unknown election type fails the whole request, as Kafka's
+	// ControllerApis does.
+	req = kmsg.NewPtrElectLeadersRequest()
+	req.Version, req.ElectionType = 1, 2
+	req.Topics = []kmsg.ElectLeadersRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+	resp = h.do(req).(*kmsg.ElectLeadersResponse)
+	if resp.ErrorCode != kerr.InvalidRequest.Code || resp.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("election type 2: %+v", resp)
 	}
 
 	// Null topics: every partition; those needing nothing are left out.

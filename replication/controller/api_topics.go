@@ -179,18 +179,8 @@ func (tp *topicPlanner) manualPartitions(rt *kmsg.CreateTopicsRequestTopic) ([]p
 // validateManualPartitionAssignment); rf is the count earlier partitions
 // have, -1 for none. The ISR is the live replicas, the leader the first.
 func (tp *topicPlanner) manualPartition(replicas []int32, partition int32, rf int) (partitionRecord, *apiError) {
-	if len(replicas) == 0 {
-		return partitionRecord{}, newAPIError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
-	}
-	for i, id := range replicas {
-		if tp.img.Brokers[id] == nil {
-			return partitionRecord{}, newAPIError(kerr.InvalidReplicaAssignment,
-				"The manual partition assignment includes broker %d, but no such broker is registered.", id)
-		}
-		if slices.Contains(replicas[:i], id) {
-			return partitionRecord{}, newAPIError(kerr.InvalidReplicaAssignment,
-				"The manual partition assignment includes the broker %d more than once.", id)
-		}
+	if e := validateReplicaList(tp.img, replicas); e != nil {
+		return partitionRecord{}, e
 	}
 	if rf >= 0 && len(replicas) != rf {
 		return partitionRecord{}, newAPIError(kerr.InvalidReplicaAssignment,
@@ -207,6 +197,26 @@ func (tp *topicPlanner) manualPartition(replicas []int32, partition int32, rf in
 			"All brokers specified in the manual partition assignment for partition %d are fenced or in controlled shutdown.", partition)
 	}
 	return partitionRecord{Replicas: slices.Clone(replicas), ISR: isr, Leader: isr[0]}, nil
+}
+
+// validateReplicaList checks an explicit replica list: not empty, registered
+// brokers (fenced ones too), no broker twice. It is the common part of
+// Kafka's validateManualPartitionAssignment.
+func validateReplicaList(img *Image, replicas []int32) *apiError {
+	if len(replicas) == 0 {
+		return newAPIError(kerr.InvalidReplicaAssignment, "The manual partition assignment includes an empty replica list.")
+	}
+	for i, id := range replicas {
+		if img.Brokers[id] == nil {
+			return newAPIError(kerr.InvalidReplicaAssignment,
+				"The manual partition assignment includes broker %d, but no such broker is registered.", id)
+		}
+		if slices.Contains(replicas[:i], id) {
+			return newAPIError(kerr.InvalidReplicaAssignment,
+				"The manual partition assignment includes the broker %d more than once.", id)
+		}
+	}
+	return nil
 }
 
 // placedPartitions places n partitions (-1: the default) of replication
@@ -408,7 +418,10 @@ func (tp *topicPlanner) planPartitions(rt *kmsg.CreatePartitionsRequestTopic) (*
 		return nil, newAPIError(kerr.InvalidPartitions, "Adding %d partitions exceeds the limit of %d per request.", rt.Count-have, maxPartitionsPerRequest)
 	}
 	additional := rt.Count - have
-	rf := len(t.Partitions[0].Replicas)
+	// The replication factor of partition 0's assignment, or of its target
+	// while it is being reassigned (Kafka would count the merged replicas).
+	p0 := t.Partitions[0]
+	rf := len(p0.Replicas) - len(p0.RemovingReplicas)
 	rec := &createPartitionsRecord{Topic: t.Name, TopicID: t.ID}
 	if rt.Assignment != nil {
 		if int32(len(rt.Assignment)) != additional {

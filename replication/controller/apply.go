@@ -157,7 +157,10 @@ func (r *partitionChangeRecord) apply(b *imageBuilder, _ uint64) error {
 		return recordErr("no partition %s-%d", r.Topic, r.Partition)
 	}
 	p := t.Partitions[r.Partition]
-	if r.Leader != p.Leader {
+	if r.Replicas != nil && len(r.Replicas) == 0 {
+		return recordErr("%s-%d would have no replicas", r.Topic, r.Partition)
+	}
+	if r.Leader != p.Leader || r.BumpLeaderEpoch {
 		p.LeaderEpoch++
 	}
 	p.PartitionEpoch++
@@ -165,8 +168,18 @@ func (r *partitionChangeRecord) apply(b *imageBuilder, _ uint64) error {
 	p.ISR = slices.Clone(r.ISR)
 	if r.Replicas != nil {
 		p.Replicas = slices.Clone(r.Replicas)
+		p.AddingReplicas = nonEmpty(r.Adding)
+		p.RemovingReplicas = nonEmpty(r.Removing)
 	}
 	return nil
+}
+
+// nonEmpty returns a copy of s, nil when s is empty.
+func nonEmpty(s []int32) []int32 {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
 }
 
 func (r *setConfigRecord) apply(b *imageBuilder, _ uint64) error {

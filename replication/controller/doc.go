@@ -11,8 +11,9 @@
 // the active controller: after a barrier (the log of earlier terms is
 // applied) and one committed entry of its own, it serves the controller APIs
 // (CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, AlterConfigs,
-// IncrementalAlterConfigs, AlterPartition, BrokerRegistration,
-// BrokerHeartbeat, UnregisterBroker, AllocateProducerIds, DescribeQuorum).
+// IncrementalAlterConfigs, AlterPartition, AlterPartitionReassignments,
+// ListPartitionReassignments, BrokerRegistration, BrokerHeartbeat,
+// UnregisterBroker, AllocateProducerIds, DescribeQuorum).
 // Each decision is a pure function of the latest image (and the clock);
 // decisions are serialized and each one's records are committed and applied
 // before the next starts, like Kafka's single-threaded QuorumController.
@@ -22,7 +23,10 @@
 // Elections follow Kafka's PartitionChangeBuilder without eligible leader
 // replicas: see election.go. Fencing, controlled shutdown and unfencing
 // follow KIP-631 (api_brokers.go); AlterPartition follows KIP-497/KIP-841
-// (isr.go).
+// (isr.go). Partition reassignment follows KIP-455 as KRaft does it
+// (reassign.go): the replicas grow to old plus new, the new ones catch up and
+// join the ISR, and the change that brings the last of them in also drops
+// the old ones.
 //
 // # Files under Options.DataDir
 //
@@ -34,6 +38,10 @@
 //
 //	{"type":"RegisterBroker","v":1,"id":1,"incarnationId":"...","listeners":[...]}
 //	{"type":"Batch","v":1,"records":[{"type":"FenceBroker",...},{"type":"PartitionChange",...}]}
+//
+// PartitionChange is version 2 when it sets the replica assignment
+// ("replicas", "adding", "removing") or "bumpLeaderEpoch"; other records and
+// other PartitionChange records are version 1.
 //
 // A snapshot is one JSON document {"v":1,"clusterId":...,"brokers":[...],
 // "topics":[...]} (fsm.go). A node refuses record and snapshot versions newer

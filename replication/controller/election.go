@@ -42,28 +42,29 @@ func (e electionType) String() string {
 
 // changeRequest describes a wanted partition change.
 type changeRequest struct {
-	targetISR  []int32 // nil: keep the current ISR
+	targetISR  []int32     // nil: keep the current ISR
+	assignment *assignment // nil: keep the current replica assignment
 	election   electionType
 	acceptable func(id int32) bool // may lead
 }
 
-// electLeader returns the leader for p given the target ISR, and whether the
-// choice was unclean (from outside the ISR).
-func electLeader(p *Partition, targetISR []int32, election electionType, acceptable func(int32) bool) (int32, bool) {
+// electLeader returns the leader for p given its target replicas and ISR,
+// and whether the choice was unclean (from outside the ISR).
+func electLeader(p *Partition, replicas, targetISR []int32, election electionType, acceptable func(int32) bool) (int32, bool) {
 	valid := func(r int32) bool { return slices.Contains(targetISR, r) && acceptable(r) }
-	if election == electionPreferred && len(p.Replicas) > 0 && valid(p.Replicas[0]) {
-		return p.Replicas[0], false
+	if election == electionPreferred && len(replicas) > 0 && valid(replicas[0]) {
+		return replicas[0], false
 	}
 	if valid(p.Leader) {
 		return p.Leader, false
 	}
-	for _, r := range p.Replicas {
+	for _, r := range replicas {
 		if valid(r) {
 			return r, false
 		}
 	}
 	if election == electionUnclean {
-		for _, r := range p.Replicas {
+		for _, r := range replicas {
 			if acceptable(r) {
 				return r, true
 			}
@@ -73,13 +74,23 @@ func electLeader(p *Partition, targetISR []int32, election electionType, accepta
 }
 
 // buildChange returns the record that applies req to partition p of topic t,
-// or nil when nothing would change.
+// or nil when nothing would change. Like Kafka's PartitionChangeBuilder, it
+// first completes a reassignment in progress when the target ISR allows it,
+// then elects the leader among the (new) replicas.
 func buildChange(t *Topic, p *Partition, req changeRequest) *partitionChangeRecord {
 	target := req.targetISR
 	if target == nil {
 		target = p.ISR
 	}
-	leader, unclean := electLeader(p, target, req.election, req.acceptable)
+	cur := assignmentOf(p)
+	asg := cur
+	if req.assignment != nil {
+		asg = *req.assignment
+	}
+	if done, isr, ok := asg.maybeComplete(target); ok {
+		asg, target = done, isr
+	}
+	leader, unclean := electLeader(p, asg.replicas, target, req.election, req.acceptable)
 	isr := target
 	switch {
 	case unclean:
@@ -87,16 +98,26 @@ func buildChange(t *Topic, p *Partition, req changeRequest) *partitionChangeReco
 	case len(target) == 0:
 		isr = p.ISR // never empty the ISR
 	}
-	if leader == p.Leader && slices.Equal(isr, p.ISR) {
+	moved := !asg.equal(cur)
+	if leader == p.Leader && slices.Equal(isr, p.ISR) && !moved {
 		return nil
 	}
-	return &partitionChangeRecord{
+	rec := &partitionChangeRecord{
 		Topic:     t.Name,
 		TopicID:   t.ID,
 		Partition: p.Index,
 		Leader:    leader,
 		ISR:       slices.Clone(isr),
+		// A replica leaving the assignment must see a new leader epoch even
+		// when the leader stays, so that its fetches are fenced.
+		BumpLeaderEpoch: leader == p.Leader && !containsAll(asg.replicas, p.Replicas),
 	}
+	if moved {
+		rec.Replicas = slices.Clone(asg.replicas)
+		rec.Adding = slices.Clone(asg.adding)
+		rec.Removing = slices.Clone(asg.removing)
+	}
+	return rec
 }
 
 // uncleanConfig is the topic config that allows unclean leader election.
@@ -120,6 +141,16 @@ func electionFor(img *Image, t *Topic, brokerDefault bool) electionType {
 		return electionUnclean
 	}
 	return electionOnline
+}
+
+// containsAll reports whether every member of sub is in s.
+func containsAll(s, sub []int32) bool {
+	for _, id := range sub {
+		if !slices.Contains(s, id) {
+			return false
+		}
+	}
+	return true
 }
 
 // without returns s minus id, as a new slice.

@@ -35,7 +35,7 @@ func TestElectLeader(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			q := *p
 			q.Leader = c.leader
-			got, unclean := electLeader(&q, c.isr, c.election, live(c.live...))
+			got, unclean := electLeader(&q, q.Replicas, c.isr, c.election, live(c.live...))
 			if got != c.want || unclean != c.wantUncln {
 				t.Fatalf("got %d unclean=%v, want %d unclean=%v", got, unclean, c.want, c.wantUncln)
 			}

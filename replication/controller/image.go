@@ -49,12 +49,22 @@ type Topic struct {
 
 // Partition is the replication state of one partition.
 type Partition struct {
-	Topic                            string
-	Index                            int32
-	Replicas, ISR                    []int32
-	Leader                           int32 // -1: no leader (offline)
-	LeaderEpoch, PartitionEpoch      int32
-	AddingReplicas, RemovingReplicas []int32 // reassignment, later
+	Topic                       string
+	Index                       int32
+	Replicas, ISR               []int32
+	Leader                      int32 // -1: no leader (offline)
+	LeaderEpoch, PartitionEpoch int32
+	// AddingReplicas and RemovingReplicas describe a reassignment in
+	// progress (KIP-455), sorted by id; both nil when there is none. Replicas
+	// then lists the target replicas, in the target's order, followed by the
+	// removing ones: every replica of the old and new assignment is a replica
+	// until the adding ones have joined the ISR.
+	AddingReplicas, RemovingReplicas []int32
+}
+
+// Reassigning reports whether a reassignment of the partition is in progress.
+func (p *Partition) Reassigning() bool {
+	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
 }
 
 // NoLeader is the Leader of an offline partition.

@@ -53,7 +53,14 @@ type Options struct {
 	LeaderImbalanceCheckInterval time.Duration // default 300s
 
 	// ValidateTopicConfig validates one topic config; nil accepts everything.
+	// A refusal answers INVALID_CONFIG with the error's text.
 	ValidateTopicConfig func(name, value string) error
+
+	// ValidateBrokerConfig validates one BROKER resource config (per broker
+	// or cluster default) that IncrementalAlterConfigs or AlterConfigs sets;
+	// nil accepts everything. A refusal answers INVALID_REQUEST with the
+	// error's text, as Kafka does for broker configs (KAFKA-13609).
+	ValidateBrokerConfig func(name, value string) error
 
 	// ExternalKafkaServer: the caller serves KafkaListener() itself. By default
 	// the Node answers Kafka connections on the controller port with Handle.
@@ -131,6 +138,16 @@ func (o *Options) quorumOfOne() bool {
 func (o *Options) isVoter() bool {
 	for _, v := range o.Voters {
 		if v.ID == o.NodeID {
+			return true
+		}
+	}
+	return false
+}
+
+// isVoterID reports whether id is listed in Voters.
+func (o *Options) isVoterID(id int32) bool {
+	for _, v := range o.Voters {
+		if v.ID == id {
 			return true
 		}
 	}

@@ -16,7 +16,9 @@ import (
 //
 // "type" names the record (Kafka's KRaft record names where one exists), "v"
 // is its version: a node refuses a record version newer than it knows rather
-// than misreading it. Several records applied atomically share one entry as
+// than misreading it. A record's version is 1 unless it implements
+// versionedRecord; maxRecordVersion lists the kinds that have newer ones.
+// Several records applied atomically share one entry as
 //
 //	{"type":"Batch","v":1,"records":[{...},{...}]}
 //
@@ -25,11 +27,37 @@ import (
 // left unchanged and the error is the entry's apply result.
 const recordVersion = 1
 
+// maxRecordVersion is the newest version this build reads of each record
+// kind that has more than version 1.
+var maxRecordVersion = map[string]int{
+	"PartitionChange": 2, // reassignment fields, leader epoch bump
+}
+
+func maxVersionOf(kind string) int {
+	if v, ok := maxRecordVersion[kind]; ok {
+		return v
+	}
+	return recordVersion
+}
+
 // record is one metadata change. apply mutates the builder; index is the Raft
 // index of the entry that holds the record.
 type record interface {
 	kind() string
 	apply(b *imageBuilder, index uint64) error
+}
+
+// versionedRecord is a record whose version depends on its content: it uses
+// a newer version only when it needs fields older nodes do not know.
+type versionedRecord interface {
+	version() int
+}
+
+func versionOf(r record) int {
+	if v, ok := r.(versionedRecord); ok {
+		return v.version()
+	}
+	return recordVersion
 }
 
 var errRecord = errors.New("controller: record does not apply")
@@ -128,16 +156,32 @@ type createPartitionsRecord struct {
 	Partitions []partitionRecord `json:"partitions"`
 }
 
-// partitionChangeRecord sets a partition's leader and ISR (and, when non-nil, its
-// replicas). The partition epoch is bumped by one; the leader epoch too when
-// the leader changes.
+// partitionChangeRecord sets a partition's leader and ISR and, when Replicas
+// is non-nil, its replica assignment: Replicas, Adding and Removing together
+// (empty Adding and Removing: no reassignment in progress). The partition
+// epoch is bumped by one; the leader epoch too when the leader changes or
+// BumpLeaderEpoch is set (replicas were removed: Kafka's
+// triggerLeaderEpochBumpForReplicaReassignmentIfNeeded fences their fetches).
+//
+// Version 2 (Replicas non-nil or BumpLeaderEpoch): a version 1 node would
+// lose the reassignment fields, so it refuses the record instead.
 type partitionChangeRecord struct {
-	Topic     string  `json:"topic"`
-	TopicID   uuid    `json:"topicId"`
-	Partition int32   `json:"partition"`
-	Leader    int32   `json:"leader"`
-	ISR       []int32 `json:"isr"`
-	Replicas  []int32 `json:"replicas,omitempty"`
+	Topic           string  `json:"topic"`
+	TopicID         uuid    `json:"topicId"`
+	Partition       int32   `json:"partition"`
+	Leader          int32   `json:"leader"`
+	ISR             []int32 `json:"isr"`
+	Replicas        []int32 `json:"replicas,omitempty"`
+	Adding          []int32 `json:"adding,omitempty"`
+	Removing        []int32 `json:"removing,omitempty"`
+	BumpLeaderEpoch bool    `json:"bumpLeaderEpoch,omitempty"`
+}
+
+func (r *partitionChangeRecord) version() int {
+	if r.Replicas != nil || r.BumpLeaderEpoch {
+		return 2
+	}
+	return 1
 }
 
 // Config resource types (Kafka's ConfigResource.Type).
@@ -207,7 +251,7 @@ func encodeRecord(r record) ([]byte, error) {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, `{"type":%q,"v":%d`, r.kind(), recordVersion)
+	fmt.Fprintf(&buf, `{"type":%q,"v":%d`, r.kind(), versionOf(r))
 	if len(body) > 2 { // not "{}"
 		buf.WriteByte(',')
 		buf.Write(body[1:])
@@ -239,8 +283,8 @@ func decodeEntry(data []byte) ([]record, error) {
 	if err := json.Unmarshal(data, &env); err != nil {
 		return nil, fmt.Errorf("controller: decoding entry: %w", err)
 	}
-	if env.V > recordVersion {
-		return nil, fmt.Errorf("controller: %s record version %d is newer than this build (%d)", env.Type, env.V, recordVersion)
+	if max := maxVersionOf(env.Type); env.V > max {
+		return nil, fmt.Errorf("controller: %s record version %d is newer than this build (%d)", env.Type, env.V, max)
 	}
 	if env.Type != batchKind {
 		r, err := decodeRecord(env.Type, data)
@@ -255,7 +299,7 @@ func decodeEntry(data []byte) ([]record, error) {
 		if err := json.Unmarshal(raw, &inner); err != nil {
 			return nil, fmt.Errorf("controller: decoding batched record: %w", err)
 		}
-		if inner.V > recordVersion || inner.Type == batchKind {
+		if inner.V > maxVersionOf(inner.Type) || inner.Type == batchKind {
 			return nil, fmt.Errorf("controller: unsupported batched record %s v%d", inner.Type, inner.V)
 		}
 		r, err := decodeRecord(inner.Type, raw)

@@ -14,19 +14,21 @@ type apiRange struct{ min, max int16 }
 
 // controllerAPIs are the APIs Handle serves, with the versions it supports.
 var controllerAPIs = map[int16]apiRange{
-	(&kmsg.CreateTopicsRequest{}).Key():            {0, 7},
-	(&kmsg.DeleteTopicsRequest{}).Key():            {0, 6},
-	(&kmsg.AlterConfigsRequest{}).Key():            {0, 2},
-	(&kmsg.CreatePartitionsRequest{}).Key():        {0, 3},
-	(&kmsg.ElectLeadersRequest{}).Key():            {0, 2},
-	(&kmsg.IncrementalAlterConfigsRequest{}).Key(): {0, 1},
-	(&kmsg.DescribeQuorumRequest{}).Key():          {0, 1},
-	(&kmsg.AlterPartitionRequest{}).Key():          {0, 3},
-	(&kmsg.BrokerRegistrationRequest{}).Key():      {0, 4},
-	(&kmsg.BrokerHeartbeatRequest{}).Key():         {0, 1},
-	(&kmsg.UnregisterBrokerRequest{}).Key():        {0, 0},
-	(&kmsg.AllocateProducerIDsRequest{}).Key():     {0, 0},
-	(&kmsg.ApiVersionsRequest{}).Key():             {0, 4},
+	(&kmsg.CreateTopicsRequest{}).Key():               {0, 7},
+	(&kmsg.DeleteTopicsRequest{}).Key():               {0, 6},
+	(&kmsg.AlterConfigsRequest{}).Key():               {0, 2},
+	(&kmsg.CreatePartitionsRequest{}).Key():           {0, 3},
+	(&kmsg.ElectLeadersRequest{}).Key():               {0, 2},
+	(&kmsg.AlterPartitionAssignmentsRequest{}).Key():  {0, 0},
+	(&kmsg.ListPartitionReassignmentsRequest{}).Key(): {0, 0},
+	(&kmsg.IncrementalAlterConfigsRequest{}).Key():    {0, 1},
+	(&kmsg.DescribeQuorumRequest{}).Key():             {0, 1},
+	(&kmsg.AlterPartitionRequest{}).Key():             {0, 3},
+	(&kmsg.BrokerRegistrationRequest{}).Key():         {0, 4},
+	(&kmsg.BrokerHeartbeatRequest{}).Key():            {0, 1},
+	(&kmsg.UnregisterBrokerRequest{}).Key():           {0, 0},
+	(&kmsg.AllocateProducerIDsRequest{}).Key():        {0, 0},
+	(&kmsg.ApiVersionsRequest{}).Key():                {0, 4},
 }
 
 var (
@@ -126,6 +128,24 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
 		resp.ErrorCode = code
 		return resp
+	case *kmsg.AlterPartitionAssignmentsRequest:
+		resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+		resp.ErrorCode = code
+		for _, t := range r.Topics {
+			st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
+			st.Topic = t.Topic
+			for _, p := range t.Partitions {
+				sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = p.Partition, code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp
+	case *kmsg.ListPartitionReassignmentsRequest:
+		resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+		resp.ErrorCode = code
+		return resp
 	case *kmsg.DescribeQuorumRequest:
 		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
 		if code == kerr.NotController.Code {
@@ -199,6 +219,15 @@ func errorCodes(resp kmsg.Response) []int16 {
 			out = append(out, res.ErrorCode)
 		}
 	case *kmsg.AlterPartitionResponse:
+		out = append(out, r.ErrorCode)
+	case *kmsg.AlterPartitionAssignmentsResponse:
+		out = append(out, r.ErrorCode)
+		for _, t := range r.Topics {
+			for _, p := range t.Partitions {
+				out = append(out, p.ErrorCode)
+			}
+		}
+	case *kmsg.ListPartitionReassignmentsResponse:
 		out = append(out, r.ErrorCode)
 	case *kmsg.DescribeQuorumResponse:
 		for _, t := range r.Topics {
