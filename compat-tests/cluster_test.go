@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -187,4 +188,72 @@ func TestProducerStateSurvivesLeaderChange(t *testing.T) {
 	if p := send(mk(4)); p.ErrorCode != 0 || p.BaseOffset != 4 {
 		t.Fatalf("next batch on the new leader: %v at %d", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
 	}
+}
+
+// A broker stopped with SIGTERM hands its leaderships away before it exits
+// (controlled shutdown): producers with acks=all see no failure and the
+// partition has a new leader by the time the process is gone, without
+// waiting for a session timeout.
+func TestControlledShutdownMovesLeadership(t *testing.T) {
+	needOwnCluster(t)
+	t.Parallel()
+	// A long session timeout: only a controlled shutdown can move the
+	// leadership quickly.
+	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags("--broker.session.timeout.ms=60000", "--broker.heartbeat.interval.ms=500")})
+	adm := newAdmin(t, c.seeds())
+	topic := newTopic(t, adm, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
+	c.waitTopicEverywhere(topic, 1, 3)
+	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
+	cl := newClient(t, c.seeds(), kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(60*time.Second))
+	ctx := ctxTimeout(t, 2*time.Minute)
+	var mu sync.Mutex
+	var acked []string
+	done := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			v := fmt.Sprintf("cs-%d", i)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				done <- err
+				return
+			}
+			mu.Lock()
+			acked = append(acked, v)
+			mu.Unlock()
+		}
+	}()
+	waitFor(t, 30*time.Second, "records flowing", func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(acked) < 20 {
+			return fmt.Errorf("%d acked", len(acked))
+		}
+		return nil
+	})
+	start := time.Now()
+	c.node(st.leader).stop()
+	took := time.Since(start)
+	next, err := c.describe(topic, 0)
+	must(t, err, "describe")
+	if next.leader == st.leader || next.leader < 0 {
+		t.Fatalf("after the clean stop (took %v) the leader is %d", took, next.leader)
+	}
+	if took > 30*time.Second {
+		t.Fatalf("controlled shutdown took %v", took)
+	}
+	close(stop)
+	must(t, <-done, "acks=all produce across the controlled shutdown")
+	got := c.readAllSettled(topic)
+	for _, v := range acked {
+		if _, ok := got[v]; !ok {
+			t.Fatalf("acknowledged %s lost", v)
+		}
+	}
+	t.Logf("controlled shutdown of leader %d took %v; %d leads; %d records acked, none lost", st.leader, took, next.leader, len(acked))
 }
