@@ -4,7 +4,7 @@ BIN     := bin/kbroker
 PKGS    := ./...
 FUZZTIME ?= 5s
 
-.PHONY: all build run test unit compat fuzz vet bench cluster cluster-stop clean chaos chaos-short
+.PHONY: all build run test unit compat fuzz vet bench bench-go bench-tools bench-load bench-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -47,8 +47,34 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzBatches$$' -fuzztime $(FUZZTIME) ./storage/
 	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZTIME) ./broker/
 
-bench:
+# Benchmarks (issue 8; not part of make test). make bench runs both halves:
+# bench-go, the Go benchmarks of storage and the request path, and
+# bench-load, the side-by-side comparison of kbroker, kfake and the null
+# broker (bench/: its own Go module) with medians of BENCH_REPS alternated
+# runs and CPU/allocation profiles of kbroker under w1 and w2. Results go to
+# bench/out/ (report.md, results.json, profiles/). bench-quick is a smoke run.
+BENCH_REPS     ?= 3
+BENCH_DURATION ?= 10s
+BENCH_OUT      ?= out
+BENCH_FLAGS    ?=
+
+bench: bench-go bench-load
+
+bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./storage/ ./protocol/ ./broker/
+
+bench-tools: build
+	cd bench && $(GO) build -o ../bin/kbench .
+	cd bench/pprofbroker && $(GO) build -o ../../bin/pprofbroker .
+
+bench-load: bench-tools
+	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --pprof-bin=../bin/pprofbroker \
+		--reps=$(BENCH_REPS) --duration=$(BENCH_DURATION) --out=$(BENCH_OUT) $(BENCH_FLAGS)
+
+bench-quick: bench-tools
+	$(GO) test -run '^$$' -bench . -benchtime 100x -benchmem ./protocol/ ./broker/
+	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --reps=1 --duration=2s \
+		--workloads=w1,w2,w4,restart --segments=500 --out=out/quick $(BENCH_FLAGS)
 
 # Three local brokers in the background: node ids 1-3, clients on
 # 127.0.0.1:9092-9094, Raft on 127.0.0.1:19092-19094, data in ./data/node-N.

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat:
+// 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+// cpuTime returns utime+stime of pid from /proc/<pid>/stat.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: fields count from the
+	// last ')'. utime and stime are fields 14 and 15.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no ')'", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: bad utime/stime", pid)
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// memStatus returns VmHWM (peak RSS) and RssAnon of pid, in bytes.
+func memStatus(pid int) (hwm, anon int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		switch k {
+		case "VmHWM":
+			hwm = parseKB(v)
+		case "RssAnon":
+			anon = parseKB(v)
+		}
+	}
+	return hwm, anon, nil
+}
+
+func parseKB(v string) int64 {
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(f[0], 10, 64)
+	return n << 10
+}
+
+// procWatch measures broker processes over one run: CPU time from before to
+// after, VmHWM at the end, and the peak RssAnon sampled every 100 ms
+// (VmHWM counts mapped segment pages, which are page cache).
+type procWatch struct {
+	pids     []int
+	cpu0     []time.Duration
+	stop     chan struct{}
+	done     chan struct{}
+	mu       sync.Mutex // guards peakAnon
+	peakAnon []int64
+}
+
+func watchProcs(pids []int) *procWatch {
+	w := &procWatch{pids: pids, stop: make(chan struct{}), done: make(chan struct{}), peakAnon: make([]int64, len(pids))}
+	for _, pid := range pids {
+		c, _ := cpuTime(pid)
+		w.cpu0 = append(w.cpu0, c)
+	}
+	go w.sample()
+	return w
+}
+
+func (w *procWatch) sample() {
+	defer close(w.done)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		w.mu.Lock()
+		for i, pid := range w.pids {
+			if _, anon, err := memStatus(pid); err == nil {
+				w.peakAnon[i] = max(w.peakAnon[i], anon)
+			}
+		}
+		w.mu.Unlock()
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// procUsage is what the broker processes used during a run.
+type procUsage struct {
+	CPU     time.Duration // utime+stime of all pids, summed
+	MaxHWM  int64         // the largest VmHWM of any pid (peak RSS)
+	MaxAnon int64         // the largest peak RssAnon of any pid
+	PerPid  []pidUsage
+}
+
+type pidUsage struct {
+	Pid      int
+	CPU      time.Duration
+	HWM      int64
+	PeakAnon int64
+}
+
+func (w *procWatch) finish() procUsage {
+	close(w.stop)
+	<-w.done
+	var u procUsage
+	for i, pid := range w.pids {
+		c, _ := cpuTime(pid)
+		hwm, _, _ := memStatus(pid)
+		p := pidUsage{Pid: pid, CPU: c - w.cpu0[i], HWM: hwm, PeakAnon: w.peakAnon[i]}
+		u.PerPid = append(u.PerPid, p)
+		u.CPU += p.CPU
+		u.MaxHWM = max(u.MaxHWM, hwm)
+		u.MaxAnon = max(u.MaxAnon, p.PeakAnon)
+	}
+	return u
+}
