@@ -117,6 +117,15 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 		pr.ErrorMessage = &msg
 		return nil, 0
 	}
+	if tc.Compact() {
+		// Keys are decoded only for compacted topics: a record without a key
+		// could never be compacted away (Kafka: INVALID_RECORD).
+		if err := storage.CheckKeyedRecords(rp.Records); err != nil {
+			msg := err.Error()
+			pr.ErrorCode, pr.ErrorMessage = errorCode(err), &msg
+			return nil, 0
+		}
+	}
 	if tc.MessageTimestampType != "LogAppendTime" {
 		if code, msg := validateTimestamps(rp.Records, b.now().UnixMilli(), tc); code != 0 {
 			pr.ErrorCode, pr.ErrorMessage = code, &msg

@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"math"
 	"slices"
 	"strconv"
 
@@ -173,18 +174,25 @@ func (b *Broker) removeStrayLogs() {
 	}
 }
 
-// logConfigFor maps a topic's config to the storage layer's.
+// logConfigFor maps a topic's config to the storage layer's. Zero means
+// "default" to storage, so a configured 0 becomes the smallest real value.
 func logConfigFor(tc config.TopicConfig) storage.LogConfig {
+	compact := slices.Contains(tc.CleanupPolicy, "compact")
 	return storage.LogConfig{
-		SegmentBytes:       tc.SegmentBytes,
-		SegmentMs:          msDuration(tc.SegmentMs),
-		IndexIntervalBytes: tc.IndexIntervalBytes,
-		MaxIndexBytes:      tc.SegmentIndexBytes,
-		RetentionMs:        tc.RetentionMs,
-		RetentionBytes:     tc.RetentionBytes,
-		FlushMessages:      tc.FlushMessages,
-		FlushMs:            tc.FlushMs,
-		Compact:            slices.Contains(tc.CleanupPolicy, "compact"),
+		SegmentBytes:           tc.SegmentBytes,
+		SegmentMs:              msDuration(tc.SegmentMs),
+		IndexIntervalBytes:     tc.IndexIntervalBytes,
+		MaxIndexBytes:          tc.SegmentIndexBytes,
+		RetentionMs:            tc.RetentionMs,
+		RetentionBytes:         tc.RetentionBytes,
+		FlushMessages:          tc.FlushMessages,
+		FlushMs:                tc.FlushMs,
+		Compact:                compact,
+		CompactDelete:          compact && slices.Contains(tc.CleanupPolicy, "delete"),
+		DeleteRetentionMs:      max(tc.DeleteRetentionMs, 1),
+		MinCompactionLagMs:     tc.MinCompactionLagMs,
+		MaxCompactionLagMs:     tc.MaxCompactionLagMs,
+		MinCleanableDirtyRatio: max(tc.MinCleanableDirtyRatio, math.SmallestNonzeroFloat64),
 		// Grow files 1 MiB at a time: 50 idle __consumer_offsets partitions
 		// must not reserve hundreds of megabytes.
 		PreallocateChunkBytes: 1 << 20,

@@ -31,6 +31,7 @@ func (b *Broker) storageOptions() storage.ManagerOptions {
 		FlushCheckInterval:     min(b.cfg.LogFlushSchedulerInterval, time.Second),
 		RetentionCheckInterval: b.cfg.LogRetentionCheckInterval,
 		CheckpointInterval:     min(b.cfg.LogFlushOffsetCheckpointInterval, b.cfg.ReplicaHighWatermarkCheckpointInterval),
+		LogCleanerBackoff:      b.cfg.LogCleanerBackoff,
 	}
 }
 
@@ -76,6 +77,7 @@ func (b *Broker) controllerOptions() controller.Options {
 		AutoLeaderRebalanceEnable:    b.cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: b.cfg.LeaderImbalanceCheckInterval,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
+		ValidateBrokerConfig:         config.ValidateBrokerConfig,
 		Logger:                       b.logger.With("component", "controller"),
 		Now:                          b.now,
 	}

@@ -208,3 +208,27 @@ func TestElectPreferredLeader(t *testing.T) {
 	}
 	c.waitPartition(topic, 0, 20*time.Second, "the preferred replica leading again", func(s partitionState) bool { return s.leader == preferred })
 }
+
+// With auto.leader.rebalance.enable, leadership goes back to the preferred
+// replica on its own once it is in sync again.
+func TestAutoLeaderRebalance(t *testing.T) {
+	needOwnCluster(t)
+	t.Parallel()
+	flags := replicationFlags()
+	for i, f := range flags {
+		if f == "--auto.leader.rebalance.enable=false" {
+			flags[i] = "--auto.leader.rebalance.enable=true"
+		}
+	}
+	c := startCluster(t, clusterOpts{brokers: 3, flags: append(flags, "--leader.imbalance.check.interval.seconds=1")})
+	adm := newAdmin(t, c.seeds())
+	topic := newTopic(t, adm, 1, 3, nil)
+	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
+	preferred := st.replicas[0]
+	c.node(preferred).kill9()
+	c.waitPartition(topic, 0, 30*time.Second, "another leader", func(s partitionState) bool { return s.leader >= 0 && s.leader != preferred })
+	c.restart(c.node(preferred))
+	c.waitPartition(topic, 0, 60*time.Second, "the preferred replica leading again on its own", func(s partitionState) bool {
+		return s.leader == preferred
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -122,3 +123,5 @@ func must(t *testing.T, err error, what string, args ...any) {
 		t.Fatalf("%s: %v", fmt.Sprintf(what, args...), err)
 	}
 }
+
+func errorsIs(err, target error) bool { return err != nil && errors.Is(err, target) }

@@ -92,6 +92,7 @@ type Config struct {
 	LogCleanerMinCompactionLag  time.Duration // log.cleaner.min.compaction.lag.ms
 	LogCleanerMaxCompactionLag  time.Duration // log.cleaner.max.compaction.lag.ms
 	LogCleanerMinCleanableRatio float64       // log.cleaner.min.cleanable.ratio
+	LogCleanerBackoff           time.Duration // log.cleaner.backoff.ms
 
 	// Messages.
 

@@ -308,6 +308,9 @@ var keyTable = []Key{
 	{Name: "log.cleaner.min.cleanable.ratio", Type: TypeDouble, Default: "0.5", Dynamic: true, check: betweenFloat(0, 1),
 		field: func(c *Config) any { return &c.LogCleanerMinCleanableRatio },
 		Doc:   "The smallest ratio of dirty log to total log for a log to be compacted."},
+	{Name: "log.cleaner.backoff.ms", Type: TypeLong, Default: "15000", check: atLeast(0),
+		field: func(c *Config) any { return &c.LogCleanerBackoff },
+		Doc:   "How often the log cleaner looks for logs to compact."},
 
 	// Messages.
 	{Name: "log.message.timestamp.type", Type: TypeString, Default: "CreateTime", Dynamic: true, check: oneOf(timestampTypes...),

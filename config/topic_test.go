@@ -184,3 +184,22 @@ func TestValidateTopicConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateBrokerConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"min.insync.replicas", "2", true},
+		{"min.insync.replicas", "0", false},
+		{"log.retention.ms", "60000", true},
+		{"unclean.leader.election.enable", "maybe", false},
+		{"node.id", "7", false},     // not dynamic
+		{"no.such.key", "1", false}, // unknown
+	} {
+		err := ValidateBrokerConfig(tc.name, tc.value)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s=%s: %v", tc.name, tc.value, err)
+		}
+	}
+}
