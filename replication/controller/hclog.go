@@ -64,6 +64,9 @@ func slogLevel(l hclog.Level) slog.Level {
 }
 
 func (h *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
+	if level == hclog.Warn && routineRaftWarnings[msg] {
+		level = hclog.Info
+	}
 	if level == hclog.Off || level < h.level || !h.limiter.allow(msg, time.Now()) {
 		return
 	}
@@ -126,3 +129,9 @@ func (h *hclogAdapter) StandardWriter(opts *hclog.StandardLoggerOptions) io.Writ
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// routineRaftWarnings are Raft warnings that describe normal operation
+// (every start of a quorum of one begins with an election): logged at info.
+var routineRaftWarnings = map[string]bool{
+	"heartbeat timeout reached, starting election": true,
+}
