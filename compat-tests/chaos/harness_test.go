@@ -52,6 +52,9 @@ type clusterOpts struct {
 	flags []string
 	// runDir keeps the nodes' logs.
 	runDir string
+	// dataDir, when set and not "", is a node's log dir (default: a
+	// temporary folder).
+	dataDir func(id int32) string
 }
 
 // cluster is a set of kbroker processes.
@@ -85,7 +88,7 @@ func chaosFlags() []string {
 		"--auto.leader.rebalance.enable=false",
 		"--auto.create.topics.enable=false",
 		"--log.segment.bytes=1048576",
-		"--log.level=info",
+		"--log.level=" + cmpOr(os.Getenv("KBROKER_CHAOS_LOG_LEVEL"), "info"),
 		"--metrics.listen=",
 	}
 }
@@ -136,6 +139,9 @@ func startCluster(t testing.TB, opts clusterOpts) *cluster {
 			ctrlAddr: addrs[id][1],
 			dataDir:  filepath.Join(base, fmt.Sprintf("node-%d", id)),
 			logPath:  filepath.Join(opts.runDir, fmt.Sprintf("node-%d.log", id)),
+		}
+		if opts.dataDir != nil && opts.dataDir(id) != "" {
+			n.dataDir = opts.dataDir(id)
 		}
 		if c.lab != nil {
 			n.netns = c.lab.hosts[id].ns

@@ -264,11 +264,43 @@ func staleElection(e *env, s Step) (fault, error) {
 		}}, nil
 }
 
+// laggingLeaderKill pauses a partition's followers for a second (less
+// than the lag time: they stay in the ISR), kills the leader and resumes
+// them: what only the leader had is gone. acks=all never acknowledged it
+// (compat-tests lesson 2); acks=1 did (lesson 1).
+func laggingLeaderKill(e *env, s Step) (fault, error) {
+	p, st, err := e.leaderOf(s.Pick)
+	if err != nil {
+		return fault{}, err
+	}
+	var followers []*node
+	for _, r := range st.replicas {
+		if r != st.leader {
+			followers = append(followers, e.c.node(r))
+		}
+	}
+	for _, f := range followers {
+		f.pause()
+	}
+	time.Sleep(time.Second)
+	leader := e.c.node(st.leader)
+	leader.kill9()
+	for _, f := range followers {
+		f.resume()
+	}
+	return fault{fmt.Sprintf("followers of partition %d paused 1 s, leader %d killed, followers resumed", p, leader.id), leader.start}, nil
+}
+
 // runSchedule applies the steps in order, each at its planned time or as
-// soon as the previous one is healed.
-func (e *env) runSchedule(steps []Step) {
+// soon as the previous one is healed; steps that would start after total
+// (slow heals, rolling restarts) are dropped.
+func (e *env) runSchedule(steps []Step, total time.Duration) {
 	start := time.Now()
 	for _, s := range steps {
+		if time.Since(start) > total-s.Hold {
+			e.logf("schedule: %s at %v dropped (the run is over)", s.Kind, s.At)
+			continue
+		}
 		if d := time.Until(start.Add(s.At)); d > 0 {
 			time.Sleep(d)
 		}

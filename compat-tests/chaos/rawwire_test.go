@@ -1,0 +1,125 @@
+package chaos
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// rawBatch builds a v2 record batch of values (each with key), no producer
+// id, no compression: what a plain producer sends.
+func rawBatch(values [][]byte, key []byte) []byte {
+	var records []byte
+	for i, v := range values {
+		r := kmsg.Record{OffsetDelta: int32(i), Key: key, Value: v}
+		r.Length = int32(len(r.AppendTo(nil)) - 1) // the encoded length varint(0) is one byte
+		records = r.AppendTo(records)
+	}
+	now := uint64(time.Now().UnixMilli())
+	b := make([]byte, 61, 61+len(records))
+	binary.BigEndian.PutUint32(b[8:], uint32(49+len(records))) // length after this field
+	binary.BigEndian.PutUint32(b[12:], 0xFFFFFFFF)             // partition leader epoch -1
+	b[16] = 2                                                  // magic
+	binary.BigEndian.PutUint32(b[23:], uint32(len(values)-1))  // last offset delta
+	binary.BigEndian.PutUint64(b[27:], now)                    // base timestamp
+	binary.BigEndian.PutUint64(b[35:], now)                    // max timestamp
+	binary.BigEndian.PutUint64(b[43:], 0xFFFFFFFFFFFFFFFF)     // producer id -1
+	binary.BigEndian.PutUint16(b[51:], 0xFFFF)                 // producer epoch -1
+	binary.BigEndian.PutUint32(b[53:], 0xFFFFFFFF)             // base sequence -1
+	binary.BigEndian.PutUint32(b[57:], uint32(len(values)))    // record count
+	b = append(b, records...)
+	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
+	return b
+}
+
+// produceRaw sends one batch to a partition's leader n and returns the
+// partition's error code and base offset: no client retry hides the code.
+func produceRaw(n *node, topic string, partition int32, acks int16, batch []byte) (int16, int64, error) {
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks = acks
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = partition, batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := ask(n, req, 15*time.Second)
+	if err != nil {
+		return 0, 0, err
+	}
+	pr := resp.(*kmsg.ProduceResponse)
+	if len(pr.Topics) != 1 || len(pr.Topics[0].Partitions) != 1 {
+		return 0, 0, fmt.Errorf("produce response without the partition: %+v", pr)
+	}
+	p := pr.Topics[0].Partitions[0]
+	return p.ErrorCode, p.BaseOffset, nil
+}
+
+// readValues reads every partition of topic from the start to its end
+// offset and returns each value's positions.
+func readValues(seeds []string, topic string, partitions int32, d time.Duration) (map[string][]position, error) {
+	h := NewHistory()
+	if err := finalRead(seeds, topic, partitions, h, d); err != nil {
+		return nil, err
+	}
+	out := map[string][]position{}
+	for _, e := range h.Events() {
+		out[e.Value] = append(out[e.Value], position{e.Partition, e.Offset})
+	}
+	return out, nil
+}
+
+// produceSync produces values with an idempotent acks=all client and
+// returns those acknowledged.
+func produceSync(seeds []string, topic string, partitions int32, values []string) ([]string, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(20*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	var recs []*kgo.Record
+	for i, v := range values {
+		recs = append(recs, &kgo.Record{Value: []byte(v), Key: pad, Partition: int32(i) % partitions})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var acked []string
+	var firstErr error
+	for _, r := range cl.ProduceSync(ctx, recs...) {
+		if r.Err == nil {
+			acked = append(acked, string(r.Record.Value))
+		} else if firstErr == nil {
+			firstErr = r.Err
+		}
+	}
+	return acked, firstErr
+}
+
+// checkAllThere fails with the names of acked values missing from (or
+// duplicated in) a read.
+func checkAllThere(got map[string][]position, acked []string) error {
+	var missing, dup []string
+	for _, v := range acked {
+		switch len(got[v]) {
+		case 0:
+			missing = append(missing, v)
+		case 1:
+		default:
+			dup = append(dup, v)
+		}
+	}
+	if len(missing) > 0 || len(dup) > 0 {
+		return fmt.Errorf("%d acknowledged values lost (%s), %d duplicated (%s)", len(missing), names(missing, 10), len(dup), names(dup, 10))
+	}
+	return nil
+}
