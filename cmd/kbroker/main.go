@@ -5,6 +5,7 @@
 //	kbroker --node.id=2 ...      flags without a subcommand also mean serve
 //	kbroker version              print the version
 //	kbroker plan [flags]         estimate brokers, storage and partitions for a workload
+//	kbroker demo [scenario...]   acks, min.insync.replicas and unclean election on a throw-away cluster
 //
 // Exit status: 0 after a clean shutdown, 1 if the broker failed, 2 for bad
 // flags or configuration.
@@ -95,8 +96,8 @@ func (a *app) rootCmd() *cobra.Command {
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	// One file per subcommand: serve.go, version.go, plan.go (later demo.go).
-	root.AddCommand(a.serveCmd(), a.versionCmd(), a.planCmd())
+	// One file per subcommand: serve.go, version.go, plan.go, demo.go.
+	root.AddCommand(a.serveCmd(), a.versionCmd(), a.planCmd(), a.demoCmd())
 	return root
 }
 
