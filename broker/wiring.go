@@ -63,7 +63,7 @@ func (b *Broker) controllerOptions() controller.Options {
 	}
 	return controller.Options{
 		NodeID:                       b.cfg.NodeID,
-		ListenAddr:                   b.cfg.ControllerListenAddr(),
+		ListenAddr:                   b.metadataListenAddr(),
 		Voters:                       voters,
 		DataDir:                      filepath.Join(b.cfg.EffectiveMetadataLogDir(), "__cluster_metadata-0"),
 		ClusterID:                    b.cfg.ClusterID,
@@ -292,4 +292,21 @@ func (b *Broker) uncleanDefault() bool {
 		}
 	}
 	return b.cfg.UncleanLeaderElectionEnable
+}
+
+// metadataListenAddr is where this node's share of the metadata quorum
+// listens: its controller listener, or, for a broker-only node (which has
+// none, as in Kafka), an ephemeral port on its inter-broker host, through
+// which it receives the metadata log as a non-voter. The port is registered
+// with the controller on every start.
+func (b *Broker) metadataListenAddr() string {
+	if addr := b.cfg.ControllerListenAddr(); addr != "" {
+		return addr
+	}
+	for _, l := range b.advertisedListeners() {
+		if l.Name == b.cfg.InterBrokerListenerName {
+			return net.JoinHostPort(l.Host, "0")
+		}
+	}
+	return "127.0.0.1:0"
 }

@@ -19,7 +19,9 @@ type proposer interface {
 
 // quorum is the Raft membership the controller manages.
 type quorum interface {
-	isMember(id int32) (bool, error)
+	// isMember reports whether node id is in the Raft configuration at
+	// addr (a voter counts at any address: voters never move).
+	isMember(id int32, addr string) (bool, error)
 	addNonvoter(id int32, addr string) error
 }
 
@@ -232,7 +234,9 @@ func (c *controller) rebalance(ctx context.Context) {
 }
 
 // reconcileQuorum adds every registered broker that advertises a CONTROLLER
-// listener and is not in the Raft configuration as a non-voter.
+// listener and is not in the Raft configuration as a non-voter, and updates
+// the address of a non-voter that registered again elsewhere (a broker-only
+// node listens for the metadata log on a new ephemeral port each start).
 func (c *controller) reconcileQuorum() {
 	if c.quorum == nil {
 		return
@@ -255,7 +259,7 @@ func (c *controller) maybeAddNonvoter(b *BrokerInfo) {
 	if addr == "" {
 		return
 	}
-	member, err := c.quorum.isMember(b.ID)
+	member, err := c.quorum.isMember(b.ID, addr)
 	if err != nil || member {
 		return
 	}

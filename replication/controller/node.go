@@ -414,14 +414,14 @@ func (p raftProposer) propose(ctx context.Context, data []byte) (uint64, error) 
 
 type raftQuorum struct{ r *raft.Raft }
 
-func (q raftQuorum) isMember(id int32) (bool, error) {
+func (q raftQuorum) isMember(id int32, addr string) (bool, error) {
 	f := q.r.GetConfiguration()
 	if err := f.Error(); err != nil {
 		return false, err
 	}
 	for _, s := range f.Configuration().Servers {
 		if s.ID == raft.ServerID(serverID(id)) {
-			return true, nil
+			return s.Suffrage == raft.Voter || string(s.Address) == addr, nil
 		}
 	}
 	return false, nil
