@@ -257,3 +257,22 @@ func TestControlledShutdownMovesLeadership(t *testing.T) {
 	}
 	t.Logf("controlled shutdown of leader %d took %v; %d leads; %d records acked, none lost", st.leader, took, next.leader, len(acked))
 }
+
+// Kafka's split layout: a controller-only node and brokers with
+// process.roles=broker and no controller listener; the brokers follow the
+// metadata log as non-voters, also across a restart.
+func TestBrokerOnlyNodes(t *testing.T) {
+	needOwnCluster(t)
+	t.Parallel()
+	c := startCluster(t, clusterOpts{brokers: 2, separateController: true, brokerOnly: true, flags: replicationFlags()})
+	adm := newAdmin(t, c.seeds())
+	topic := newTopic(t, adm, 2, 2, nil)
+	c.waitTopicEverywhere(topic, 2, 2)
+	produceN(t, c.seeds(), topic, 50, "a")
+	c.nodes[1].stop()
+	c.restart(c.nodes[1])
+	c.waitServing(60 * time.Second)
+	c.waitTopicEverywhere(topic, 2, 2)
+	produceN(t, c.seeds(), topic, 50, "b")
+	consumeN(t, c.seeds(), topic, 100, time.Minute)
+}

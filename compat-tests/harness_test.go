@@ -53,6 +53,9 @@ type clusterOpts struct {
 	separateController bool
 	// metrics gives every broker a metrics listener (node.metricsAddr).
 	metrics bool
+	// brokerOnly (with separateController) starts the brokers with
+	// process.roles=broker and no controller listener, as Kafka's brokers.
+	brokerOnly bool
 }
 
 // freePorts reserves n distinct loopback ports.
@@ -126,10 +129,15 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			n.metricsAddr = fmt.Sprintf("127.0.0.1:%d", ports[2*opts.brokers+2+i])
 			metrics += n.metricsAddr
 		}
+		listeners := fmt.Sprintf("--listeners=PLAINTEXT://%s,CONTROLLER://%s", n.clientAddr, n.ctrlAddr)
+		roles := "--process.roles=broker,controller"
+		if opts.brokerOnly {
+			listeners, roles = "--listeners=PLAINTEXT://"+n.clientAddr, "--process.roles=broker"
+		}
 		n.args = append(append([]string{
 			"serve",
 			fmt.Sprintf("--node.id=%d", n.id),
-			fmt.Sprintf("--listeners=PLAINTEXT://%s,CONTROLLER://%s", n.clientAddr, n.ctrlAddr),
+			listeners, roles,
 			"--log.dirs=" + n.dataDir,
 			metrics,
 		}, common...), opts.flags...)
