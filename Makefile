@@ -69,7 +69,9 @@ bench-tools: build
 
 bench-load: bench-tools
 	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --pprof-bin=../bin/pprofbroker \
-		--reps=$(BENCH_REPS) --duration=$(BENCH_DURATION) --out=$(BENCH_OUT) $(BENCH_FLAGS)
+		--reps=$(BENCH_REPS) --duration=$(BENCH_DURATION) --out=$(BENCH_OUT) \
+		--note="(built from commit $$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- . ':!bench' || echo ' plus uncommitted changes'))" \
+		$(BENCH_FLAGS)
 
 bench-quick: bench-tools
 	$(GO) test -run '^$$' -bench . -benchtime 100x -benchmem ./protocol/ ./broker/

@@ -105,6 +105,8 @@ func suiteCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Reps, "reps", 3, "repetitions per target")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of each produce workload")
 	fs.IntVar(&cfg.Segments, "segments", 10000, "segments for the restart measure")
+	fs.Int64Var(&cfg.W3Records, "w3-records", 1_000_000, "records w3 reads from the start of w2's topic (topped up, unmeasured, when w2 wrote fewer)")
+	fs.StringVar(&cfg.Note, "note", "", "a note for the report header (e.g. the commit built)")
 	targets := fs.String("targets", "kbroker,kfake,null", "targets, in alternation order")
 	wls := fs.String("workloads", "w1,w2,w4,restart", "w1, w2 (w3 runs after it), w4, restart")
 	fs.Parse(args)

@@ -36,6 +36,11 @@ func (s *suite) profile(ctx context.Context, name string) error {
 	lc.Brokers = c.addrs
 	lc.Duration = max(s.cfg.Duration, 4*time.Second) + 2*time.Second
 	secs := int((lc.Duration - 3*time.Second).Seconds())
+	// The topic first, so that the profiles cover producing, not waiting
+	// for leaders.
+	if err := ensureTopic(ctx, lc); err != nil {
+		return err
+	}
 	loadDone := make(chan error, 1)
 	var res loadResult
 	go func() {
@@ -96,6 +101,14 @@ func (s *suite) profile(ctx context.Context, name string) error {
 		}
 		fmt.Fprintf(s.out, "\n### %s: %s\n\n```\n%s```\n", name, v.title, trimPprof(string(out)))
 	}
+	// Who calls the runtime's copy and the raw syscalls: the flat tops
+	// above name only those.
+	args := append([]string{"tool", "pprof", "-peek", `^runtime\.memmove$|^internal/runtime/syscall/linux\.Syscall6$|^runtime\.memclrNoHeapPointers$`}, cpuFiles...)
+	out, err := exec.CommandContext(ctx, goTool(), args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go tool pprof -peek: %v: %s", err, out)
+	}
+	fmt.Fprintf(s.out, "\n### %s: CPU, callers of memmove, Syscall6 and memclr\n\n```\n%s```\n", name, trimPprof(string(out)))
 	return nil
 }
 
