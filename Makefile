@@ -31,16 +31,16 @@ compat: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_SEEDS=$(KBROKER_SEEDS) $(GO) test -count=1 -timeout 20m ./compat-tests/
 
 # The fault-injection suite (compat-tests/chaos): every nemesis, minutes.
-# Replay a run with CHAOS_SEED=N (the seed each scenario prints); pick
-# scenarios with CHAOS_RUN='TestChaos/leader-kill'.
-CHAOS_RUN ?= TestChaos
+# Replay a run with CHAOS_SEED=N (the seed each scenario prints); pick tests
+# with CHAOS_RUN (e.g. TestScenarios/leader-kill, TestStorageFaults).
+CHAOS_RUN ?= .
 chaos: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=full KBROKER_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -v -timeout 60m \
 		-run '$(CHAOS_RUN)' ./compat-tests/chaos/
 
 # The short run in make test: leader kills and pauses, under two minutes.
 chaos-short: build
-	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=short $(GO) test -count=1 -v -timeout 5m -run '^TestChaosShort$$' ./compat-tests/chaos/
+	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=short $(GO) test -count=1 -v -timeout 5m -run '^TestShortRun$$' ./compat-tests/chaos/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZTIME) ./protocol/

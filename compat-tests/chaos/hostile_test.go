@@ -152,12 +152,12 @@ func header(key, version int16, corr int32) []byte {
 	return b
 }
 
-// TestChaosHostileClients sends garbage, truncated and oversized frames,
+// TestHostileClients sends garbage, truncated and oversized frames,
 // unsupported versions of every API key, thousands of idle connections and
 // a reader that never reads, while a canary client produces all along:
 // each bad request gets an error or a closed connection, the canary never
 // fails, and the broker stays up.
-func TestChaosHostileClients(t *testing.T) {
+func TestHostileClients(t *testing.T) {
 	needMode(t, "full")
 	s := seed()
 	rng := rand.New(rand.NewPCG(s, 3))

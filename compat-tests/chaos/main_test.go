@@ -1,16 +1,6 @@
 package chaos
 
-// How to run:
-//
-//	make chaos                         # every scenario, minutes (KBROKER_CHAOS=full)
-//	KBROKER_CHAOS=short go test -run TestChaosShort ./compat-tests/chaos/   # the run in make test
-//	go test ./compat-tests/chaos/      # only the checker's and the schedule's unit tests
-//
-// A scenario prints its seed; replay it with -chaos.seed=N (or
-// KBROKER_CHAOS_SEED=N) and -run TestChaos/<name>. -chaos.duration (or
-// KBROKER_CHAOS_DURATION) sets how long each scenario's nemesis runs.
-// Histories and broker logs go to $KBROKER_CHAOS_OUT (default
-// $TMPDIR/kbroker-chaos/<scenario>-<seed>/).
+// How to run: see doc.go.
 
 import (
 	"flag"
@@ -24,7 +14,7 @@ import (
 )
 
 var (
-	seedFlag     = flag.Uint64("chaos.seed", 0, "seed of the nemesis schedules (0: from KBROKER_CHAOS_SEED or the clock)")
+	seedFlag     = flag.Uint64("seed", 0, "seed of the nemesis schedules (0: from KBROKER_CHAOS_SEED or the clock)")
 	durationFlag = flag.Duration("chaos.duration", 0, "how long each scenario's nemesis runs (0: KBROKER_CHAOS_DURATION or the scenario's default)")
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestChaosReproEmptyEpochLivelock is the minimal reproduction of a broker
+// TestReproEmptyEpochLivelock is the minimal reproduction of a broker
 // bug the all-restart scenario found: a replica that was leader at an epoch
 // without appending anything (its leader-epoch cache ends with an entry at
 // its log end offset) and then follows a leader that never had that epoch
@@ -18,7 +18,7 @@ import (
 // truncates the epoch cache even when the offset is at the log end
 // ("Always truncate epoch cache since we may have a conflicting epoch entry
 // at the end of the log from the leader").
-func TestChaosReproEmptyEpochLivelock(t *testing.T) {
+func TestReproEmptyEpochLivelock(t *testing.T) {
 	needMode(t, "full")
 	dir := runDir(t, "repro-empty-epoch", 0)
 	c := startCluster(t, clusterOpts{brokers: 3, runDir: dir})

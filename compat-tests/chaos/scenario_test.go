@@ -56,17 +56,17 @@ var fullScenarios = []scenario{
 		policy: Policy{AllowLoss: true, AllowVanish: true, AllowDup: true, AllowReorder: true}},
 }
 
-// TestChaos runs every scenario (make chaos).
-func TestChaos(t *testing.T) {
+// TestScenarios runs every scenario (make chaos).
+func TestScenarios(t *testing.T) {
 	needMode(t, "full")
 	for _, sc := range fullScenarios {
 		t.Run(sc.name, func(t *testing.T) { runScenario(t, sc) })
 	}
 }
 
-// TestChaosShort is the run inside make test: two nemeses, leader kills
+// TestShortRun is the run inside make test: two nemeses, leader kills
 // and random pauses, on loopback, well under two minutes.
-func TestChaosShort(t *testing.T) {
+func TestShortRun(t *testing.T) {
 	needMode(t, "short")
 	runScenario(t, scenario{name: "short", nemeses: []string{"kill-leader", "pause-short", "pause-long"}, duration: 30 * time.Second})
 }
@@ -77,8 +77,8 @@ func runScenario(t *testing.T, sc scenario) {
 	dur := duration(cmpOr(sc.duration, 30*time.Second))
 	s := seed()
 	dir := runDir(t, sc.name, s)
-	t.Logf("chaos %s: seed=%d, out %s (replay: KBROKER_CHAOS=%s KBROKER_CHAOS_SEED=%d go test -v -run 'TestChaos%s' ./compat-tests/chaos/)",
-		sc.name, s, dir, mode(), s, map[bool]string{true: "Short", false: "/" + sc.name}[sc.name == "short"])
+	t.Logf("chaos %s: seed=%d, out %s (replay: KBROKER_CHAOS=%s go test -v -run '%s' ./compat-tests/chaos/ -seed=%d)",
+		sc.name, s, dir, mode(), map[bool]string{true: "^TestShortRun$", false: "^TestScenarios$/^" + sc.name + "$"}[sc.name == "short"], s)
 
 	netns := sc.netns || (mode() == "full" && os.Geteuid() == 0)
 	c := startCluster(t, clusterOpts{brokers: sc.brokers, separateController: sc.separateController, netns: netns, runDir: dir})

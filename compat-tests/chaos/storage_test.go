@@ -34,10 +34,10 @@ var storageFaults = []storageFault{
 	{"segment tail overwritten with garbage after a clean shutdown", true, true, garbageTail},
 }
 
-// TestChaosStorageFaults damages one broker's files while it is stopped,
+// TestStorageFaults damages one broker's files while it is stopped,
 // restarts it, and checks that it comes back in the ISR with a log equal to
 // its peers' and that nothing acknowledged is lost.
-func TestChaosStorageFaults(t *testing.T) {
+func TestStorageFaults(t *testing.T) {
 	needMode(t, "full")
 	s := seed()
 	rng := rand.New(rand.NewPCG(s, 2))
@@ -209,11 +209,11 @@ func truncateCheckpoints(_ *rand.Rand, logDir, partDir string) (string, error) {
 
 var kilobyte = bytes.Repeat([]byte("y"), 1000)
 
-// TestChaosDiskFull runs a broker whose log dir is a small tmpfs: once the
+// TestDiskFull runs a broker whose log dir is a small tmpfs: once the
 // disk is full, produce gets an error code, the broker keeps serving,
 // nothing acknowledged is lost, and writes succeed again once space is
 // freed, also after a restart.
-func TestChaosDiskFull(t *testing.T) {
+func TestDiskFull(t *testing.T) {
 	needMode(t, "full")
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a small tmpfs")
