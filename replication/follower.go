@@ -72,6 +72,13 @@ func (p *Partition) TruncateTo(leaderEpoch int32, offset int64) error {
 		return kerr.FencedLeaderEpoch
 	}
 	if offset >= p.log.LogEndOffset() {
+		// Nothing to cut from the log, but an epoch this replica led without
+		// appending anything may end its epoch history at the log end; the
+		// leader never had it, so it must go or every fetch diverges again
+		// (Kafka's UnifiedLog.truncateTo always truncates the epoch cache).
+		if err := p.log.EpochCache().TruncateFromEnd(offset); err != nil {
+			return fmt.Errorf("%s: truncating the epoch cache at %d: %w", p, offset, err)
+		}
 		return nil
 	}
 	p.logger.Info("truncating", "from_leo", p.log.LogEndOffset(), "to", offset, "leader_epoch", leaderEpoch)

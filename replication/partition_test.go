@@ -299,3 +299,45 @@ func TestFollowerTruncatesAtDivergence(t *testing.T) {
 		t.Fatal("the replicas' logs differ after truncation and catch-up")
 	}
 }
+
+// A replica that led an epoch without appending anything ends its epoch
+// history with an entry at its log end. Following a leader that never had
+// that epoch, it is told to truncate at its log end: the log stays, the
+// stale epoch entry goes, and the next fetch does not diverge again (the
+// livelock the chaos suite's all-restart scenario found).
+func TestTruncateAtLogEndDropsEmptyEpoch(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	a, b := newTestReplica(t, 1, clock), newTestReplica(t, 2, clock)
+	st := func(leader, epoch int32) PartitionState {
+		return PartitionState{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: leader, LeaderEpoch: epoch, PartitionEpoch: epoch}
+	}
+	if err := a.p.MakeLeader(st(1, 0), 1); err != nil {
+		t.Fatal(err)
+	}
+	b.p.MakeFollower(st(1, 0))
+	a.p.AppendAsLeader(batch(3), 1, storage.AppendOptions{})
+	replicate(t, a, b, 2)
+	// b leads epoch 1 and appends nothing.
+	if err := b.p.MakeLeader(st(2, 1), 1); err != nil {
+		t.Fatal(err)
+	}
+	// a leads epoch 2 (it never saw epoch 1); b follows.
+	if err := a.p.MakeLeader(st(1, 2), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.p.MakeFollower(st(1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	a.p.AppendAsLeader(batch(1), 1, storage.AppendOptions{})
+	first := replicate(t, a, b, 2)
+	if first.Diverging == nil {
+		t.Fatal("the follower's empty epoch 1 should diverge once")
+	}
+	second := replicate(t, a, b, 2)
+	if second.Diverging != nil {
+		t.Fatalf("diverging again after truncating: %+v (livelock)", second.Diverging)
+	}
+	if leo := b.p.Snapshot().LogEndOffset; leo != 4 {
+		t.Fatalf("follower LEO %d, want 4", leo)
+	}
+}
