@@ -70,13 +70,13 @@ bench-tools: build
 bench-load: bench-tools
 	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --pprof-bin=../bin/pprofbroker \
 		--reps=$(BENCH_REPS) --duration=$(BENCH_DURATION) --out=$(BENCH_OUT) \
-		--note="(built from commit $$(git rev-parse --short HEAD)$$(git diff --quiet HEAD -- . ':!bench' || echo ' plus uncommitted changes'))" \
+		--note="(built from commit $$(git -C $(CURDIR) rev-parse --short HEAD)$$(git -C $(CURDIR) diff --quiet HEAD -- ':(exclude)bench' || echo ' plus uncommitted changes'))" \
 		$(BENCH_FLAGS)
 
 bench-quick: bench-tools
 	$(GO) test -run '^$$' -bench . -benchtime 100x -benchmem ./protocol/ ./broker/
 	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --reps=1 --duration=2s \
-		--workloads=w1,w2,w4,restart --segments=500 --out=out/quick $(BENCH_FLAGS)
+		--workloads=w1,w2,w4,restart --segments=500 --w3-records=200000 --out=out/quick $(BENCH_FLAGS)
 
 # Three local brokers in the background: node ids 1-3, clients on
 # 127.0.0.1:9092-9094, Raft on 127.0.0.1:19092-19094, data in ./data/node-N.
