@@ -34,23 +34,28 @@ type nemesis struct {
 // nemeses by name. Holds are relative to the cluster's timeouts: session
 // 3 s (fenced), lag 4 s (out of the ISR).
 var nemeses = map[string]nemesis{
-	"kill-leader":      {Kind{"kill-leader", time.Second, 6 * time.Second}, killLeader},
-	"kill-random":      {Kind{"kill-random", time.Second, 6 * time.Second}, killRandom},
-	"kill-controller":  {Kind{"kill-controller", time.Second, 6 * time.Second}, killController},
-	"pause-short":      {Kind{"pause-short", 300 * time.Millisecond, 2 * time.Second}, pauseRandom},
-	"pause-long":       {Kind{"pause-long", 5 * time.Second, 10 * time.Second}, pauseRandom},
-	"partition-leader": {Kind{"partition-leader", 4 * time.Second, 10 * time.Second}, partitionLeader},
-	"partition-split":  {Kind{"partition-split", 4 * time.Second, 10 * time.Second}, partitionSplit},
-	"slow-follower":    {Kind{"slow-follower", 6 * time.Second, 12 * time.Second}, slowFollower},
-	"restart-all":      {Kind{"restart-all", time.Second, 4 * time.Second}, restartAll},
-	"rolling-restart":  {Kind{"rolling-restart", 0, 0}, rollingRestart},
-	"stale-election":   {Kind{"stale-election", 5 * time.Second, 8 * time.Second}, staleElection},
+	"kill-leader":         {Kind{"kill-leader", time.Second, 6 * time.Second}, killLeader},
+	"kill-random":         {Kind{"kill-random", time.Second, 6 * time.Second}, killRandom},
+	"kill-controller":     {Kind{"kill-controller", time.Second, 6 * time.Second}, killController},
+	"pause-short":         {Kind{"pause-short", 300 * time.Millisecond, 2 * time.Second}, pauseRandom},
+	"pause-long":          {Kind{"pause-long", 5 * time.Second, 10 * time.Second}, pauseRandom},
+	"partition-leader":    {Kind{"partition-leader", 4 * time.Second, 10 * time.Second}, partitionLeader},
+	"partition-split":     {Kind{"partition-split", 4 * time.Second, 10 * time.Second}, partitionSplit},
+	"slow-follower":       {Kind{"slow-follower", 6 * time.Second, 12 * time.Second}, slowFollower},
+	"restart-all":         {Kind{"restart-all", time.Second, 4 * time.Second}, restartAll},
+	"rolling-restart":     {Kind{"rolling-restart", 0, 0}, rollingRestart},
+	"stale-election":      {Kind{"stale-election", 5 * time.Second, 8 * time.Second}, staleElection},
+	"lagging-leader-kill": {Kind{"lagging-leader-kill", 2 * time.Second, 5 * time.Second}, laggingLeaderKill},
 }
 
 func kinds(names ...string) []Kind {
 	var out []Kind
 	for _, n := range names {
-		out = append(out, nemeses[n].Kind)
+		nem, ok := nemeses[n]
+		if !ok {
+			panic("unknown nemesis " + n)
+		}
+		out = append(out, nem.Kind)
 	}
 	return out
 }

@@ -82,7 +82,8 @@ func readValues(seeds []string, topic string, partitions int32, d time.Duration)
 // returns those acknowledged.
 func produceSync(seeds []string, topic string, partitions int32, values []string) ([]string, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(20*time.Second))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(20*time.Second),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ var fullScenarios = []scenario{
 	{name: "mixed", nemeses: []string{"kill-random", "pause-short", "pause-long", "kill-controller"}, separateController: true},
 	{name: "stale-election-clean", nemeses: []string{"stale-election"}, separateController: true},
 	// Configurations outside Kafka's promise: losses are figures, not failures.
-	{name: "acks1-leader-kill", nemeses: []string{"kill-leader", "lagging-leader-kill"}, acks1: true, minISR: 1,
+	{name: "acks1-lagging-leader-kill", nemeses: []string{"lagging-leader-kill"}, acks1: true, minISR: 1,
 		policy: Policy{AllowLoss: true, AllowDup: true, AllowReorder: true}},
 	{name: "stale-election-unclean", nemeses: []string{"stale-election"}, separateController: true, unclean: true, minISR: 1,
 		policy: Policy{AllowLoss: true, AllowVanish: true, AllowDup: true, AllowReorder: true}},

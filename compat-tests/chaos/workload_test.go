@@ -90,6 +90,7 @@ func (w workload) producerOpts(seeds []string) []kgo.Opt {
 		kgo.DialTimeout(2 * time.Second),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 		kgo.ProducerLinger(0),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), // sizes as written: links and segments fill
 	}
 	if w.acks1 {
 		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
