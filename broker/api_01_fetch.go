@@ -86,6 +86,13 @@ func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minByt
 	timer := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	defer timer.Stop()
 	for {
+		// Read before waiting: an append or HW move between the handler's
+		// first read and the watchers' registration above woke nobody.
+		res := b.readFetch(r)
+		if res.bytes >= minBytes || res.hasError {
+			return res
+		}
+		res.release()
 		select {
 		case <-w.C:
 		case <-timer.C:
@@ -93,11 +100,6 @@ func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minByt
 		case <-ctx.Done():
 			return b.readFetch(r)
 		}
-		res := b.readFetch(r)
-		if res.bytes >= minBytes || res.hasError {
-			return res
-		}
-		res.release()
 	}
 }
 

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -17,17 +18,22 @@ func benchLog(b *testing.B) *Log {
 	return l
 }
 
-// BenchmarkAppend appends 1 KiB produce batches (validation, offset
-// assignment, copy into the mapping, indexes), rolling 64 MiB segments.
+// BenchmarkAppend appends produce batches of 1 KiB and 64 KiB (validation,
+// offset assignment, write into the segment, indexes), rolling 64 MiB
+// segments.
 func BenchmarkAppend(b *testing.B) {
-	l := benchLog(b)
-	batch := batchOfSize(b, 1024, 1)
-	b.SetBytes(int64(len(batch)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := l.AppendAsLeader(batch, 0, AppendOptions{}); err != nil {
-			b.Fatal(err)
-		}
+	for _, size := range []int{1 << 10, 64 << 10} {
+		b.Run(fmt.Sprintf("%dKiB", size>>10), func(b *testing.B) {
+			l := benchLog(b)
+			batch := batchOfSize(b, size, 1)
+			b.SetBytes(int64(len(batch)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := l.AppendAsLeader(batch, 0, AppendOptions{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -534,8 +534,7 @@ func (l *Log) writeLocked(buf []byte, p *parsedAppend, now time.Time) error {
 	if err := seg.reserve(n, len(p.headers)); err != nil {
 		return err
 	}
-	seg.append(buf, p.batches, int64(l.cfg.IndexIntervalBytes), now)
-	return nil
+	return seg.append(buf, p.batches, int64(l.cfg.IndexIntervalBytes), now)
 }
 
 // rollLocked makes a new active segment starting at base. The old one is

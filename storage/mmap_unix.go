@@ -60,12 +60,3 @@ func msyncRange(b []byte, from, to int64) error {
 	}
 	return nil
 }
-
-// prefault maps the pages of b writable in one call (MADV_POPULATE_WRITE,
-// Linux 5.14+) so that appends do not take one page fault per page. Best
-// effort: older kernels return EINVAL and appends fault as usual.
-func prefault(b []byte) {
-	if len(b) > 0 {
-		unix.Madvise(b, unix.MADV_POPULATE_WRITE)
-	}
-}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // File name suffixes, as Kafka.
@@ -31,8 +33,9 @@ func segmentFileName(dir string, base int64, suffix string) string {
 // (removed from the log by retention, truncation or close). The active
 // segment's .log is mapped read-write once over its whole capacity (its
 // segment.bytes rounded to a page) so the mapping never moves while the
-// file grows by fallocate chunks under it; appends copy into the mapping and
-// then publish the new size. An inactive segment is mapped read-only on the
+// file grows by fallocate chunks under it; appends go into the file (large
+// ones by write(2), small ones copied into the mapping: the same page-cache
+// pages either way) and then publish the new size. An inactive segment is mapped read-only on the
 // first read and unmapped when the log evicts it (Log.mapped keeps only a few
 // mapped) or is retired.
 //
@@ -76,6 +79,7 @@ type segment struct {
 	rollingTime     time.Time // wall clock of the first append; zero if empty
 	bytesSinceIndex int64     // log bytes appended since the last index entry
 	allocated       int64     // bytes of .log allocated on disk (active only)
+	populated       int64     // mapped pages below this are present (active only; see write)
 	chunk           int64     // fallocate growth step (active only)
 
 	// flushedSize is how many bytes of .log are known to be on disk; the
@@ -199,6 +203,7 @@ func (s *segment) activate(p segmentParams) error {
 		return err
 	}
 	s.data, s.file, s.capacity, s.mapped, s.active = data, f, capacity, true, true
+	s.populated = 0
 	s.allocated, s.chunk = st.Size(), max(p.chunk, 1)
 	s.indexChecked = true
 	return nil
@@ -263,7 +268,6 @@ func (s *segment) reserveLog(n int64) error {
 	if err := s.env.allocate(s.file, s.allocated, target-s.allocated, true); err != nil {
 		return err
 	}
-	prefault(s.data[s.allocated/pageSize*pageSize : target])
 	s.allocated = target
 	return nil
 }
@@ -280,6 +284,43 @@ func (s *segment) reserve(n int64, batches int) error {
 	return s.timeIndex.reserve(int64(batches) + 1)
 }
 
+// writeThreshold is the append size from which write(2) beats a copy into
+// the mapping. Measured here (CPU time per GiB): a 1 KiB append costs 2.5 s
+// through write(2) (the syscall dominates) but 0.45 s copied into
+// pre-populated pages; from 16 KiB on, write(2) wins, and by 256 KiB it
+// costs a third of the copy, which takes a page fault (or a populate) per
+// 4 KiB.
+const writeThreshold = 8 << 10
+
+// populateStep is how far ahead of a small append the mapping's pages are
+// made present in one madvise call.
+const populateStep = 1 << 20
+
+// write puts buf at pos in the segment's file: large appends with
+// write(2), small ones copied into the mapping, whose pages are populated
+// ahead in populateStep bites (MADV_POPULATE_WRITE, Linux 5.14+; best
+// effort). The mapping and the file share the page cache either way.
+// Appender only.
+func (s *segment) write(buf []byte, pos int64) error {
+	end := pos + int64(len(buf))
+	if len(buf) >= writeThreshold {
+		if _, err := s.file.WriteAt(buf, pos); err != nil {
+			return diskError("write segment "+s.String(), err)
+		}
+		return nil
+	}
+	if end > s.populated {
+		from := max(s.populated, pos/pageSize*pageSize)
+		to := min(roundUpToPage(end+populateStep), s.allocated, int64(len(s.data)))
+		if to > from {
+			unix.Madvise(s.data[from:to], unix.MADV_POPULATE_WRITE)
+			s.populated = to
+		}
+	}
+	copy(s.data[pos:], buf)
+	return nil
+}
+
 // appendedBatch describes one batch of an append.
 type appendedBatch struct {
 	pos          int64 // position within the appended buffer
@@ -292,9 +333,11 @@ type appendedBatch struct {
 // segment, adds index entries every indexInterval bytes as Kafka's
 // LogSegment.append does, and then publishes the new size. The caller
 // reserved space (reserve) and checked the roll conditions. Appender only.
-func (s *segment) append(buf []byte, batches []appendedBatch, indexInterval int64, now time.Time) {
+func (s *segment) append(buf []byte, batches []appendedBatch, indexInterval int64, now time.Time) error {
 	start := s.size.Load()
-	copy(s.data[start:], buf)
+	if err := s.write(buf, start); err != nil {
+		return err
+	}
 	for _, b := range batches {
 		s.maybeUpdateMaxTimestamp(b.maxTimestamp, b.lastOffset)
 		if s.bytesSinceIndex > indexInterval {
@@ -311,6 +354,7 @@ func (s *segment) append(buf []byte, batches []appendedBatch, indexInterval int6
 	s.lastModifiedMs.Store(now.UnixMilli())
 	s.nextOffset.Store(batches[len(batches)-1].lastOffset + 1)
 	s.size.Store(start + int64(len(buf)))
+	return nil
 }
 
 func (s *segment) maybeUpdateMaxTimestamp(ts, offset int64) {
