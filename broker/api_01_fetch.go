@@ -41,6 +41,15 @@ type fetchRead struct {
 	releases []func()
 }
 
+// body is the response to write: with writev when it carries enough
+// record bytes to make skipping the copy worth a syscall.
+func (fr *fetchRead) body() kmsg.Response {
+	if fr.bytes >= zeroCopyMin && vectorable(fr.resp) {
+		return vectorFetch{fr.resp}
+	}
+	return fr.resp
+}
+
 func (fr *fetchRead) release() {
 	for _, rel := range fr.releases {
 		rel()
@@ -58,14 +67,14 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 	first := b.readFetch(r)
 	minBytes := max(int(r.MinBytes), 1)
 	if first.bytes >= minBytes || first.hasError || r.MaxWaitMillis <= 0 {
-		return protocol.Response{Body: first.resp, Done: first.release}
+		return protocol.Response{Body: first.body(), Done: first.release}
 	}
 	first.release()
 	var last *fetchRead
 	return protocol.Response{
 		Later: func(ctx context.Context) kmsg.Response {
 			last = b.longPollFetch(ctx, r, minBytes)
-			return last.resp
+			return last.body()
 		},
 		Done: func() {
 			if last != nil {

@@ -37,6 +37,8 @@ func responseErrorCodes(resp kmsg.Response) []int16 {
 		}
 	}
 	switch r := resp.(type) {
+	case vectorFetch:
+		return responseErrorCodes(r.FetchResponse)
 	case *kmsg.ProduceResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {

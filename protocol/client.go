@@ -29,7 +29,8 @@ type Client struct {
 	rd          *bufio.Reader
 	correlation int32
 	maxVersions map[int16]int16 // from the peer's ApiVersions
-	buf         []byte
+	buf         []byte          // request encoding, reused
+	respBuf     []byte          // response frames, reused: see Request
 }
 
 // NewClient returns a client for addr. It connects lazily.
@@ -45,7 +46,9 @@ var ErrUnsupportedByPeer = errors.New("protocol: peer does not support this api"
 
 // Request sends req at the highest version both sides support (capped at the
 // version already set on req, if it is not zero) and returns the response.
-// Any error closes the connection; the next call reconnects.
+// Any error closes the connection; the next call reconnects. The response's
+// byte fields (a fetch's record batches) alias a buffer the client reuses:
+// they are valid until the next Request.
 func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -137,7 +140,10 @@ func (c *Client) roundTripLocked(ctx context.Context, req kmsg.Request) (kmsg.Re
 	if n < 4 || n > 1<<30 {
 		return nil, fmt.Errorf("%w: response size %d from %s", ErrBadFrame, n, c.addr)
 	}
-	frame := make([]byte, n)
+	if cap(c.respBuf) < int(n) {
+		c.respBuf = make([]byte, n)
+	}
+	frame := c.respBuf[:n]
 	if _, err := io.ReadFull(c.rd, frame); err != nil {
 		return nil, fmt.Errorf("reading from %s: %w", c.addr, err)
 	}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -75,7 +77,7 @@ func (c *conn) readLoop() {
 		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.opts.IdleTimeout)); err != nil {
 			return
 		}
-		frame, err := readFrame(rd, c.srv.opts.MaxRequestBytes, &sizeBuf)
+		frame, err := readFrame(rd, c.srv.opts.MaxRequestBytes, &sizeBuf, &c.srv.frames)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() && c.inflight.Load() > 0 {
@@ -94,6 +96,9 @@ func (c *conn) readLoop() {
 		}
 		req.Conn = c.info
 		resp := c.handle(req)
+		if recyclable(req.Key) {
+			c.srv.frames.put(frame)
+		}
 		if resp.NoReply {
 			if resp.Done != nil {
 				resp.Done()
@@ -183,6 +188,16 @@ func (c *conn) writeLoop() {
 		if body.Key() != ApiVersionsKey {
 			body.SetVersion(p.req.Version)
 		}
+		if vr, ok := body.(VectorResponse); ok {
+			err := c.writeVectors(w, p.req.CorrelationID, vr, &buf)
+			c.finish(p) // the borrowed buffers are written
+			if err != nil {
+				c.log.Debug("connection write failed", "err", err)
+				return
+			}
+			c.observe(p.req, body, p.start)
+			continue
+		}
 		buf = appendResponse(buf[:0], p.req.CorrelationID, body)
 		c.finish(p)
 		if _, err := w.Write(buf); err != nil {
@@ -201,6 +216,31 @@ func (c *conn) writeLoop() {
 		}
 	}
 	w.Flush()
+}
+
+// writeVectors writes a VectorResponse: the buffered responses before it
+// are flushed, then its frame goes out in one writev.
+func (c *conn) writeVectors(w *bufio.Writer, correlationID int32, vr VectorResponse, scratch *[]byte) error {
+	head := (*scratch)[:0]
+	head = append(head, 0, 0, 0, 0)
+	head = kbin.AppendInt32(head, correlationID)
+	if vr.IsFlexible() {
+		head = append(head, 0)
+	}
+	bufs := vr.AppendVectors(net.Buffers{head}, head[len(head):])
+	total := 0
+	for _, b := range bufs {
+		total += len(b)
+	}
+	binary.BigEndian.PutUint32(bufs[0], uint32(total-4))
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err := bufs.WriteTo(c.nc)
+	if cap(head) <= 4<<20 {
+		*scratch = head[:0]
+	}
+	return err
 }
 
 // finish releases what a response borrowed once it is encoded or dropped.

@@ -21,9 +21,10 @@ var (
 	ErrBadFrame = errors.New("protocol: malformed frame")
 )
 
-// readFrame reads one size-prefixed frame. The returned slice is owned by the
-// caller: decoded request bodies alias it (kmsg byte fields are sub-slices).
-func readFrame(r io.Reader, maxBytes int32, sizeBuf *[4]byte) ([]byte, error) {
+// readFrame reads one size-prefixed frame into a buffer from pool. The
+// returned slice is owned by the caller: decoded request bodies alias it
+// (kmsg byte fields are sub-slices).
+func readFrame(r io.Reader, maxBytes int32, sizeBuf *[4]byte, pool *framePool) ([]byte, error) {
 	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 		return nil, err
 	}
@@ -34,8 +35,9 @@ func readFrame(r io.Reader, maxBytes int32, sizeBuf *[4]byte) ([]byte, error) {
 	if size > maxBytes {
 		return nil, fmt.Errorf("%w: %d > %d", ErrFrameTooLarge, size, maxBytes)
 	}
-	buf := make([]byte, size)
+	buf := pool.get(int(size))
 	if _, err := io.ReadFull(r, buf); err != nil {
+		pool.put(buf)
 		return nil, fmt.Errorf("reading %d-byte frame: %w", size, err)
 	}
 	return buf, nil

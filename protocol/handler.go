@@ -63,10 +63,23 @@ type Response struct {
 
 // Handler serves decoded requests. Handle runs on the connection's reader
 // goroutine: requests of one connection are handled one at a time, in order.
+// The bytes of Produce and Fetch requests are recycled as soon as Handle
+// returns: their handlers must not keep slices of the request (a Later
+// closure may keep the decoded request, not its byte fields).
 type Handler interface {
 	Handle(ctx context.Context, req *Request) Response
 	// ErrorResponse answers req with code in every error field its response
 	// has. It returns nil when the API's response cannot carry an error; the
 	// connection is then closed.
 	ErrorResponse(req *Request, code int16) kmsg.Response
+}
+
+// VectorResponse is a response that encodes itself as a sequence of
+// buffers, some of them borrowed (slices of mapped log segments), so that
+// the connection writes them with writev instead of copying them into its
+// buffer. AppendVectors appends the encoded body (everything after the
+// response header) to bufs, putting small fields in scratch.
+type VectorResponse interface {
+	kmsg.Response
+	AppendVectors(bufs net.Buffers, scratch []byte) net.Buffers
 }

@@ -60,6 +60,7 @@ type Server struct {
 
 	nextConnID atomic.Uint64
 	numConns   atomic.Int64
+	frames     framePool // recycled request buffers (pool.go)
 
 	mu        sync.Mutex // guards listeners and closed
 	listeners []net.Listener

@@ -245,6 +245,10 @@ func (f *fetcher) handleResponse(resp *kmsg.FetchResponse, parts map[string]map[
 		f.sleep(f.opts.Backoff)
 		return
 	}
+	// The response's record batches alias the client's buffer, which the
+	// next request overwrites: partitions out of range (which need a
+	// ListOffsets) are handled after every other one has been appended.
+	var outOfRange []sent
 	for _, t := range resp.Topics {
 		for i := range t.Partitions {
 			rp := &t.Partitions[i]
@@ -252,19 +256,24 @@ func (f *fetcher) handleResponse(resp *kmsg.FetchResponse, parts map[string]map[
 			if !ok {
 				continue
 			}
+			if errors.Is(kerr.ErrorForCode(rp.ErrorCode), kerr.OffsetOutOfRange) {
+				outOfRange = append(outOfRange, s)
+				continue
+			}
 			if err := f.handlePartition(s, rp); err != nil {
 				f.backoff(s.p, err)
 			}
 		}
 	}
+	for _, s := range outOfRange {
+		if err := f.handleOutOfRange(s); err != nil {
+			f.backoff(s.p, err)
+		}
+	}
 }
 
 func (f *fetcher) handlePartition(s sent, rp *kmsg.FetchResponseTopicPartition) error {
-	switch err := kerr.ErrorForCode(rp.ErrorCode); {
-	case err == nil:
-	case errors.Is(err, kerr.OffsetOutOfRange):
-		return f.handleOutOfRange(s)
-	default:
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 		return err
 	}
 	if rp.DivergingEpoch.EndOffset >= 0 {
