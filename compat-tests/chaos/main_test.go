@@ -93,6 +93,14 @@ func runDir(t *testing.T, name string, seed uint64) string {
 	if root == "" {
 		root = filepath.Join(os.TempDir(), "kbroker-chaos")
 	}
+	// Runs of other days go: each make test leaves one.
+	if old, err := os.ReadDir(root); err == nil {
+		for _, e := range old {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
+				os.RemoveAll(filepath.Join(root, e.Name()))
+			}
+		}
+	}
 	dir := filepath.Join(root, fmt.Sprintf("%s-%d", name, seed))
 	os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -22,7 +22,6 @@ import (
 // Names carry the test process's pid ("kbc<pid>..."), so that a later run
 // removes what a killed run left behind (sweepStale).
 type netLab struct {
-	t        testing.TB
 	prefix   string // "kbc<pid>"
 	bridge   string
 	subnet   string // "10.213.K": the lab's /24
@@ -77,7 +76,7 @@ func newNetLab(t testing.TB, ids []int32) (*netLab, error) {
 		return nil, err
 	}
 	pfx := fmt.Sprintf("%s%d", labPrefix, os.Getpid())
-	l := &netLab{t: t, prefix: pfx, bridge: pfx + "br", subnet: subnet, hosts: map[int32]*netHost{},
+	l := &netLab{prefix: pfx, bridge: pfx + "br", subnet: subnet, hosts: map[int32]*netHost{},
 		slowed: map[int32]bool{}, downed: map[int32]bool{}}
 	if err := l.setup(ids); err != nil {
 		l.close()

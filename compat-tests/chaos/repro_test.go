@@ -7,14 +7,15 @@ import (
 	"time"
 )
 
-// TestReproEmptyEpochLivelock is the minimal reproduction of a broker
-// bug the all-restart scenario found: a replica that was leader at an epoch
-// without appending anything (its leader-epoch cache ends with an entry at
-// its log end offset) and then follows a leader that never had that epoch
-// is told "diverging" (the leader's end offset for that epoch is our log end
-// offset) on every fetch; truncating to its own log end offset is a no-op
-// that leaves the stale epoch entry, so the next fetch diverges again: it
-// never catches up and never rejoins the ISR. Kafka's UnifiedLog.truncateTo
+// TestReproEmptyEpochLivelock is the minimal reproduction of a broker bug
+// the all-restart scenario found, kept as a regression test (fixed in
+// 4d22cf2): a replica that was leader at an epoch without appending
+// anything (its leader-epoch cache ends with an entry at its log end
+// offset) and then follows a leader that never had that epoch is told
+// "diverging" (the leader's end offset for that epoch is our log end
+// offset) on every fetch; truncating to its own log end offset was a no-op
+// that left the stale epoch entry, so the next fetch diverged again: it
+// never caught up and never rejoined the ISR. Kafka's UnifiedLog.truncateTo
 // truncates the epoch cache even when the offset is at the log end
 // ("Always truncate epoch cache since we may have a conflicting epoch entry
 // at the end of the log from the leader").
@@ -60,7 +61,7 @@ func TestReproEmptyEpochLivelock(t *testing.T) {
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("known bug: a replica whose last leader epoch holds no record never rejoins the ISR after following a leader without that epoch: %v (logs: %s)", err, dir)
+		t.Fatalf("a replica whose last leader epoch holds no record never rejoins the ISR after following a leader without that epoch: %v (logs: %s)", err, dir)
 	}
 }
 
