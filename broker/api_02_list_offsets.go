@@ -13,7 +13,6 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
@@ -31,14 +30,9 @@ func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) pro
 			op := kmsg.NewListOffsetsResponseTopicPartition()
 			op.Partition = rp.Partition
 			op.Timestamp, op.Offset, op.LeaderEpoch = -1, -1, -1
-			t, _, ok := view.topic(rt.Topic)
-			part, held := b.replicas.Partition(rt.Topic, rp.Partition)
-			switch {
-			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !held:
-				op.ErrorCode = kerr.NotLeaderForPartition.Code
-			default:
+			part, code := b.heldPartition(view, rt.Topic, rp.Partition)
+			op.ErrorCode = code
+			if part != nil {
 				res, err := part.ListOffset(rp.Timestamp, rp.CurrentLeaderEpoch, fromReplica)
 				op.ErrorCode = errorCode(err)
 				if err == nil {

@@ -12,7 +12,6 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
@@ -28,14 +27,9 @@ func (b *Broker) handleDeleteRecords(_ context.Context, req *protocol.Request) p
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewDeleteRecordsResponseTopicPartition()
 			op.Partition, op.LowWatermark = rp.Partition, -1
-			t, _, ok := view.topic(rt.Topic)
-			part, held := b.replicas.Partition(rt.Topic, rp.Partition)
-			switch {
-			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !held:
-				op.ErrorCode = kerr.NotLeaderForPartition.Code
-			default:
+			part, code := b.heldPartition(view, rt.Topic, rp.Partition)
+			op.ErrorCode = code
+			if part != nil {
 				low, err := part.DeleteRecordsBefore(rp.Offset)
 				op.ErrorCode, op.LowWatermark = errorCode(err), low
 				if err == nil {

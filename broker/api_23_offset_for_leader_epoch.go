@@ -12,7 +12,6 @@ package broker
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
@@ -30,14 +29,9 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, req *protocol.Req
 			op := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			op.Partition = rp.Partition
 			op.LeaderEpoch, op.EndOffset = -1, -1
-			t, _, ok := view.topic(rt.Topic)
-			part, held := b.replicas.Partition(rt.Topic, rp.Partition)
-			switch {
-			case !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions):
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !held:
-				op.ErrorCode = kerr.NotLeaderForPartition.Code
-			default:
+			part, code := b.heldPartition(view, rt.Topic, rp.Partition)
+			op.ErrorCode = code
+			if part != nil {
 				res, err := part.EndOffsetForEpoch(rp.LeaderEpoch, rp.CurrentLeaderEpoch, fromFollower)
 				op.ErrorCode = errorCode(err)
 				if err == nil {

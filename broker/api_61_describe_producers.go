@@ -26,12 +26,11 @@ func (b *Broker) handleDescribeProducers(_ context.Context, req *protocol.Reques
 		for _, idx := range rt.Partitions {
 			op := kmsg.NewDescribeProducersResponseTopicPartition()
 			op.Partition = idx
-			t, _, ok := view.topic(rt.Topic)
-			part, held := b.replicas.Partition(rt.Topic, idx)
+			part, code := b.heldPartition(view, rt.Topic, idx)
 			switch {
-			case !ok || idx < 0 || int(idx) >= len(t.Partitions):
-				op.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			case !held || part.Role() != replication.RoleLeader:
+			case code != 0:
+				op.ErrorCode = code
+			case part.Role() != replication.RoleLeader:
 				op.ErrorCode = kerr.NotLeaderForPartition.Code
 			default:
 				for _, e := range part.Log().Producers() {

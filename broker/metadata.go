@@ -4,6 +4,9 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/replication"
@@ -91,15 +94,21 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 	view := newMetadataView(next, b.cfg)
 	b.countElections(prev, next)
 	b.removeGonePartitions(next)
+	progress := b.newOpenProgress(next)
 	for _, t := range next.Topics {
 		tc := view.topicCfg[t.Name]
 		for _, p := range t.Partitions {
 			if !slices.Contains(p.Replicas, b.cfg.NodeID) {
 				continue
 			}
+			opening := progress.opening(t.Name, p.Index)
 			b.applyPartition(t, p, tc)
+			if opening {
+				progress.opened(t.Name, p.Index)
+			}
 		}
 	}
+	progress.done()
 	b.image.Store(view)
 	if b.groups != nil {
 		b.groups.applyImage(next)
@@ -225,4 +234,69 @@ func (b *Broker) countElections(prev, next *controller.Image) {
 			b.metrics.elections.WithLabelValues(kind).Inc()
 		}
 	}
+}
+
+// heldPartition looks up a partition a request names: error code
+// UNKNOWN_TOPIC_OR_PARTITION when the topic or index does not exist,
+// NOT_LEADER_OR_FOLLOWER when this broker holds no replica of it (the
+// partition's own checks refine the latter for followers).
+func (b *Broker) heldPartition(view *metadataView, topic string, idx int32) (*replication.Partition, int16) {
+	t, _, ok := view.topic(topic)
+	if !ok || idx < 0 || int(idx) >= len(t.Partitions) {
+		return nil, kerr.UnknownTopicOrPartition.Code
+	}
+	part, held := b.replicas.Partition(topic, idx)
+	if !held {
+		return nil, kerr.NotLeaderForPartition.Code
+	}
+	return part, 0
+}
+
+// openProgress reports how opening (and so recovering) many partition logs
+// goes, as the first image after a start makes this broker open every log it
+// holds: a line every second with partitions, segments and time so far.
+type openProgress struct {
+	b        *Broker
+	total    int // partitions to open in this image
+	count    int
+	segments int
+	start    time.Time
+	last     time.Time
+}
+
+func (b *Broker) newOpenProgress(img *controller.Image) *openProgress {
+	p := &openProgress{b: b, start: b.now(), last: b.now()}
+	for _, t := range img.Topics {
+		for _, part := range t.Partitions {
+			if _, held := b.replicas.Partition(t.Name, part.Index); !held && slices.Contains(part.Replicas, b.cfg.NodeID) {
+				p.total++
+			}
+		}
+	}
+	return p
+}
+
+func (p *openProgress) opening(topic string, idx int32) bool {
+	_, held := p.b.replicas.Partition(topic, idx)
+	return !held
+}
+
+func (p *openProgress) opened(topic string, idx int32) {
+	p.count++
+	if part, ok := p.b.replicas.Partition(topic, idx); ok {
+		p.segments += part.Log().NumSegments()
+	}
+	if now := p.b.now(); now.Sub(p.last) >= time.Second {
+		p.last = now
+		p.b.logger.Info("opening partition logs", "opened", p.count, "of", p.total,
+			"segments", p.segments, "elapsed", now.Sub(p.start).Round(time.Millisecond))
+	}
+}
+
+func (p *openProgress) done() {
+	if p.count == 0 {
+		return
+	}
+	p.b.logger.Info("partition logs opened", "partitions", p.count, "segments", p.segments,
+		"took", p.b.now().Sub(p.start).Round(time.Millisecond))
 }

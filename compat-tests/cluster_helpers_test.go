@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 	"testing"
 	"time"
 
@@ -296,4 +297,59 @@ func (c *cluster) waitTopicEverywhere(topic string, partitions int32, rf int) {
 		}
 		return nil
 	})
+}
+
+// steadyProducer writes numbered values one at a time (acks=all with the
+// client's defaults) until stopped, remembering which were acknowledged.
+type steadyProducer struct {
+	mu    sync.Mutex
+	acked []string
+	stop  chan struct{}
+	done  chan error
+}
+
+// startSteadyProducer starts producing prefix-0, prefix-1, ... with cl and
+// waits until at least min values are acknowledged.
+func startSteadyProducer(t *testing.T, ctx context.Context, cl *kgo.Client, prefix string, min int) *steadyProducer {
+	t.Helper()
+	p := &steadyProducer{stop: make(chan struct{}), done: make(chan error, 1)}
+	go func() {
+		for i := 0; ; i++ {
+			select {
+			case <-p.stop:
+				p.done <- nil
+				return
+			default:
+			}
+			v := fmt.Sprintf("%s-%d", prefix, i)
+			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+				p.done <- err
+				return
+			}
+			p.mu.Lock()
+			p.acked = append(p.acked, v)
+			p.mu.Unlock()
+		}
+	}()
+	waitFor(t, 30*time.Second, "records flowing", func() error {
+		if n := len(p.acknowledged()); n < min {
+			return fmt.Errorf("%d acked", n)
+		}
+		return nil
+	})
+	return p
+}
+
+func (p *steadyProducer) acknowledged() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.acked)
+}
+
+// finish stops the producer and returns what was acknowledged and the
+// first produce error.
+func (p *steadyProducer) finish() ([]string, error) {
+	close(p.stop)
+	err := <-p.done
+	return p.acknowledged(), err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -206,36 +205,7 @@ func TestControlledShutdownMovesLeadership(t *testing.T) {
 	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
 	cl := newClient(t, c.seeds(), kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(60*time.Second))
 	ctx := ctxTimeout(t, 2*time.Minute)
-	var mu sync.Mutex
-	var acked []string
-	done := make(chan error, 1)
-	stop := make(chan struct{})
-	go func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			default:
-			}
-			v := fmt.Sprintf("cs-%d", i)
-			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				done <- err
-				return
-			}
-			mu.Lock()
-			acked = append(acked, v)
-			mu.Unlock()
-		}
-	}()
-	waitFor(t, 30*time.Second, "records flowing", func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(acked) < 20 {
-			return fmt.Errorf("%d acked", len(acked))
-		}
-		return nil
-	})
+	prod := startSteadyProducer(t, ctx, cl, "cs", 20)
 	start := time.Now()
 	c.node(st.leader).stop()
 	took := time.Since(start)
@@ -247,8 +217,8 @@ func TestControlledShutdownMovesLeadership(t *testing.T) {
 	if took > 30*time.Second {
 		t.Fatalf("controlled shutdown took %v", took)
 	}
-	close(stop)
-	must(t, <-done, "acks=all produce across the controlled shutdown")
+	acked, err := prod.finish()
+	must(t, err, "acks=all produce across the controlled shutdown")
 	got := c.readAllSettled(topic)
 	for _, v := range acked {
 		if _, ok := got[v]; !ok {

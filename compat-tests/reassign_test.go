@@ -3,7 +3,6 @@ package compat
 import (
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,36 +27,7 @@ func TestReassignUnderLoad(t *testing.T) {
 	c.waitTopicEverywhere(topic, 1, 3)
 
 	cl := newClient(t, c.seeds(), kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(60*time.Second))
-	var mu sync.Mutex
-	var acked []string
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				done <- nil
-				return
-			default:
-			}
-			v := fmt.Sprintf("r-%d", i)
-			if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-				done <- err
-				return
-			}
-			mu.Lock()
-			acked = append(acked, v)
-			mu.Unlock()
-		}
-	}()
-	waitFor(t, 30*time.Second, "records flowing", func() error {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(acked) < 100 {
-			return fmt.Errorf("%d acked", len(acked))
-		}
-		return nil
-	})
+	prod := startSteadyProducer(t, ctx, cl, "r", 100)
 	reassign := kadm.AlterPartitionAssignmentsReq{}
 	reassign.Assign(topic, 0, []int32{2, 3, 4})
 	res, err := adm.AlterPartitionAssignments(ctx, reassign)
@@ -71,11 +41,9 @@ func TestReassignUnderLoad(t *testing.T) {
 	if len(listed) != 0 {
 		t.Fatalf("reassignment still listed after completion: %+v", listed)
 	}
-	close(stop)
-	must(t, <-done, "acks=all produce during the reassignment")
+	acked, err := prod.finish()
+	must(t, err, "acks=all produce during the reassignment")
 	got := c.readAllSettled(topic)
-	mu.Lock()
-	defer mu.Unlock()
 	for _, v := range acked {
 		if _, ok := got[v]; !ok {
 			t.Fatalf("acknowledged %s lost during the reassignment", v)

@@ -341,12 +341,28 @@ func (f *fetcher) leaderOffsets(p *Partition, epoch int32) (earliest, latest int
 }
 
 func (f *fetcher) backoff(p *Partition, err error) {
-	f.logger.Debug("replica fetch partition error; backing off", "partition", p.String(), "err", err)
+	d := f.opts.Backoff
+	if metadataLag(err) {
+		// The leader has not applied the image that made it leader (or
+		// made us its follower) yet: that takes milliseconds, and waiting
+		// a whole replica.fetch.backoff.ms would stall acks=all behind us.
+		d = min(d, metadataLagBackoff)
+	}
+	f.logger.Debug("replica fetch partition error; backing off", "partition", p.String(), "err", err, "backoff", d)
 	f.mu.Lock()
 	if fp, ok := f.partitions[p]; ok {
-		fp.delayUntil = time.Now().Add(f.opts.Backoff)
+		fp.delayUntil = time.Now().Add(d)
 	}
 	f.mu.Unlock()
+}
+
+// metadataLagBackoff is the retry delay after an error that only says the
+// leader's metadata is a step behind ours.
+const metadataLagBackoff = 50 * time.Millisecond
+
+func metadataLag(err error) bool {
+	return errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.NotLeaderForPartition) ||
+		errors.Is(err, kerr.UnknownTopicOrPartition)
 }
 
 // wholeBatches drops a trailing partial batch (a leader may cut a response at
