@@ -19,6 +19,7 @@ func TestAlterMinISRLive(t *testing.T) {
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags()})
 	adm := newAdmin(t, c.seeds())
 	topic := newTopic(t, adm, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
+	c.waitTopicEverywhere(topic, 1, 3)
 	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
 	down := otherThan(st.replicas, st.leader)[0]
 	c.node(down).kill9()
@@ -187,6 +188,7 @@ func TestElectPreferredLeader(t *testing.T) {
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags()})
 	adm := newAdmin(t, c.seeds())
 	topic := newTopic(t, adm, 1, 3, nil)
+	c.waitTopicEverywhere(topic, 1, 3)
 	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
 	preferred := st.replicas[0]
 	if st.leader != preferred {
@@ -223,6 +225,7 @@ func TestAutoLeaderRebalance(t *testing.T) {
 	c := startCluster(t, clusterOpts{brokers: 3, flags: append(flags, "--leader.imbalance.check.interval.seconds=1")})
 	adm := newAdmin(t, c.seeds())
 	topic := newTopic(t, adm, 1, 3, nil)
+	c.waitTopicEverywhere(topic, 1, 3)
 	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
 	preferred := st.replicas[0]
 	c.node(preferred).kill9()

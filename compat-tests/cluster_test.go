@@ -22,6 +22,7 @@ func TestFollowerLeavesAndRejoinsISR(t *testing.T) {
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags()})
 	adm := newAdmin(t, c.seeds())
 	topic := newTopic(t, adm, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
+	c.waitTopicEverywhere(topic, 1, 3)
 	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
 	ctx := ctxTimeout(t, 3*time.Minute)
 	cl := newClient(t, c.seeds())

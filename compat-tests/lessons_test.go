@@ -25,6 +25,7 @@ func TestLessonAcks1LosesAcknowledgedRecords(t *testing.T) {
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags()})
 	adm := newAdmin(t, c.seeds())
 	topic := newTopic(t, adm, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("1")})
+	c.waitTopicEverywhere(topic, 1, 3)
 	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
 	ctx := ctxTimeout(t, 3*time.Minute)
 
@@ -80,6 +81,7 @@ func TestLessonAcksAllLosesNothing(t *testing.T) {
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags()})
 	adm := newAdmin(t, c.seeds())
 	topic := newTopic(t, adm, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
+	c.waitTopicEverywhere(topic, 1, 3)
 	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
 	ctx := ctxTimeout(t, 3*time.Minute)
 
@@ -174,6 +176,7 @@ func staleReplicaLesson(t *testing.T, minISR string, unclean bool) {
 		"min.insync.replicas":            kadm.StringPtr(minISR),
 		"unclean.leader.election.enable": kadm.StringPtr(map[bool]string{true: "true", false: "false"}[unclean]),
 	})
+	c.waitTopicEverywhere(topic, 1, 3)
 	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
 	ctx := ctxTimeout(t, 4*time.Minute)
 	leader := st.leader
