@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,8 @@ type metrics struct {
 	isrExpands    prometheus.Counter
 	elections     *prometheus.CounterVec // type: clean, unclean
 	rebalances    prometheus.Counter
+
+	errorCodeField sync.Map // reflect.Type of a response -> index of its ErrorCode field, -1 if none
 }
 
 func newMetrics() *metrics {
@@ -78,7 +81,7 @@ func (m *metrics) observe(req *protocol.Request, resp kmsg.Response, dur time.Du
 	if resp == nil {
 		return
 	}
-	for _, code := range responseErrorCodes(resp) {
+	for _, code := range m.responseErrorCodes(resp) {
 		m.requestErrors.WithLabelValues(api, errorName(code)).Inc()
 	}
 	if jg, ok := resp.(*kmsg.JoinGroupResponse); ok && jg.ErrorCode == 0 && jg.MemberID != "" && jg.MemberID == jg.LeaderID {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"reflect"
 	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,7 +28,7 @@ func errorName(code int16) string {
 
 // responseErrorCodes lists the non-zero error codes of a response: per
 // partition for the data APIs, the top-level one otherwise.
-func responseErrorCodes(resp kmsg.Response) []int16 {
+func (m *metrics) responseErrorCodes(resp kmsg.Response) []int16 {
 	var out []int16
 	add := func(c int16) {
 		if c != 0 {
@@ -38,7 +37,7 @@ func responseErrorCodes(resp kmsg.Response) []int16 {
 	}
 	switch r := resp.(type) {
 	case vectorFetch:
-		return responseErrorCodes(r.FetchResponse)
+		return m.responseErrorCodes(r.FetchResponse)
 	case *kmsg.ProduceResponse:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
@@ -69,26 +68,26 @@ func responseErrorCodes(resp kmsg.Response) []int16 {
 			}
 		}
 	default:
-		add(topLevelErrorCode(resp))
+		add(m.topLevelErrorCode(resp))
 	}
 	return out
 }
 
-var errorCodeField sync.Map // reflect.Type -> int (field index, -1 if none)
-
-func topLevelErrorCode(resp kmsg.Response) int16 {
+// topLevelErrorCode reads a response's ErrorCode field by reflection; the
+// field's index per response type is cached in m.errorCodeField.
+func (m *metrics) topLevelErrorCode(resp kmsg.Response) int16 {
 	v := reflect.ValueOf(resp)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		return 0
 	}
 	t := v.Elem().Type()
-	idx, ok := errorCodeField.Load(t)
+	idx, ok := m.errorCodeField.Load(t)
 	if !ok {
 		i := -1
 		if f, found := t.FieldByName("ErrorCode"); found && f.Type.Kind() == reflect.Int16 && len(f.Index) == 1 {
 			i = f.Index[0]
 		}
-		errorCodeField.Store(t, i)
+		m.errorCodeField.Store(t, i)
 		idx = i
 	}
 	if idx.(int) < 0 {
