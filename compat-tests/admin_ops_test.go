@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Altering min.insync.replicas on a live topic switches acks=all produce
@@ -234,4 +235,62 @@ func TestAutoLeaderRebalance(t *testing.T) {
 	c.waitPartition(topic, 0, 60*time.Second, "the preferred replica leading again on its own", func(s partitionState) bool {
 		return s.leader == preferred
 	})
+}
+
+// Topic configs take effect without a restart: max.message.bytes,
+// message.timestamp.type (LogAppendTime stamps the broker's time) and the
+// CreateTime bounds (message.timestamp.after.max.ms); an unknown or invalid
+// value is refused with INVALID_CONFIG and a message.
+func TestDynamicTopicConfigs(t *testing.T) {
+	tg := singleNode(t)
+	adm := newAdmin(t, tg.seeds)
+	topic := newTopic(t, adm, 1, 1, nil)
+	ctx := ctxTimeout(t, time.Minute)
+	cl := newClient(t, tg.seeds)
+	alter := func(name, value string) error {
+		t.Helper()
+		resp, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: name, Value: kadm.StringPtr(value)}}, topic)
+		if err != nil {
+			return err
+		}
+		return resp[0].Err
+	}
+	produce := func(b []byte) kmsg.ProduceResponseTopicPartition {
+		t.Helper()
+		resp, err := produceRawReq(topic, 0, 1, b).RequestWith(ctx, cl)
+		must(t, err, "produce")
+		return resp.Topics[0].Partitions[0]
+	}
+	now := time.Now().UnixMilli()
+	big := rawBatch{producerID: -1, producerEpoch: -1, baseSequence: -1, timestamps: []int64{now}, keys: [][]byte{make([]byte, 3000)}}.encode()
+	if p := produce(big); p.ErrorCode != 0 {
+		t.Fatalf("3 KB batch under the default max.message.bytes: %v", kerr.ErrorForCode(p.ErrorCode))
+	}
+	must(t, alter("max.message.bytes", "2000"), "alter max.message.bytes")
+	if p := produce(big); p.ErrorCode != kerr.MessageTooLarge.Code {
+		t.Fatalf("3 KB batch with max.message.bytes=2000: %v, want MESSAGE_TOO_LARGE", kerr.ErrorForCode(p.ErrorCode))
+	}
+
+	future := rawBatch{producerID: -1, producerEpoch: -1, baseSequence: -1, timestamps: []int64{now + 2*3600*1000}}.encode()
+	if p := produce(future); p.ErrorCode != kerr.InvalidTimestamp.Code {
+		t.Fatalf("a record two hours ahead (after.max.ms default 1h): %v, want INVALID_TIMESTAMP", kerr.ErrorForCode(p.ErrorCode))
+	}
+	must(t, alter("message.timestamp.type", "LogAppendTime"), "alter message.timestamp.type")
+	old := rawBatch{producerID: -1, producerEpoch: -1, baseSequence: -1, timestamps: []int64{1000}}.encode()
+	p := produce(old)
+	if p.ErrorCode != 0 || p.LogAppendTime < now {
+		t.Fatalf("LogAppendTime produce: %v, log append time %d (want >= %d)", kerr.ErrorForCode(p.ErrorCode), p.LogAppendTime, now)
+	}
+	recs := consumeAll(t, tg.seeds, topic, p.BaseOffset+1)
+	last := recs[len(recs)-1]
+	if last.Timestamp.UnixMilli() != p.LogAppendTime {
+		t.Fatalf("fetched timestamp %d, want the log append time %d", last.Timestamp.UnixMilli(), p.LogAppendTime)
+	}
+
+	for _, bad := range [][2]string{{"retention.ms", "soon"}, {"no.such.config", "1"}, {"cleanup.policy", "shred"}} {
+		err := alter(bad[0], bad[1])
+		if !errorsIs(err, kerr.InvalidConfig) {
+			t.Fatalf("%s=%s: %v, want INVALID_CONFIG", bad[0], bad[1], err)
+		}
+	}
 }
