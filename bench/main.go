@@ -107,6 +107,7 @@ func suiteCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Segments, "segments", 10000, "segments for the restart measure")
 	fs.Int64Var(&cfg.W3Records, "w3-records", 1_000_000, "records w3 reads from the start of w2's topic (topped up, unmeasured, when w2 wrote fewer)")
 	fs.StringVar(&cfg.Note, "note", "", "a note for the report header (e.g. the commit built)")
+	fs.BoolVar(&cfg.WarmMemory, "warm-memory", true, "write and delete a file the size of available memory first, so no target pays the VM's first touch of memory")
 	targets := fs.String("targets", "kbroker,kfake,null", "targets, in alternation order")
 	wls := fs.String("workloads", "w1,w2,w4,restart", "w1, w2 (w3 runs after it), w4, restart")
 	fs.Parse(args)

@@ -21,16 +21,17 @@ import (
 )
 
 type suiteConfig struct {
-	Kbroker   string        // bin/kbroker
-	PprofBin  string        // the pprofbroker build ("" = no profiles)
-	Out       string        // results directory
-	Reps      int           // repetitions of each target
-	Duration  time.Duration // of each produce workload
-	Targets   []targetKind
-	Workloads []string // w1, w2 (w3 runs with w2), w4, restart
-	Segments  int      // segments for the restart measure
-	W3Records int64    // records w3 reads (w2's topic is topped up to it)
-	Note      string   // printed in the report's header (the build, say)
+	Kbroker    string        // bin/kbroker
+	PprofBin   string        // the pprofbroker build ("" = no profiles)
+	Out        string        // results directory
+	Reps       int           // repetitions of each target
+	Duration   time.Duration // of each produce workload
+	Targets    []targetKind
+	Workloads  []string // w1, w2 (w3 runs with w2), w4, restart
+	Segments   int      // segments for the restart measure
+	W3Records  int64    // records w3 reads (w2's topic is topped up to it)
+	Note       string   // printed in the report's header (the build, say)
+	WarmMemory bool     // write and delete a file of the available memory first (warm.go)
 }
 
 // workload is one of issue 8's loads.
@@ -80,6 +81,11 @@ func runSuite(ctx context.Context, cfg suiteConfig) error {
 	defer report.Close()
 	s := &suite{cfg: cfg, ws: workloads(cfg.Duration), out: io.MultiWriter(os.Stdout, report)}
 	s.header()
+	if cfg.WarmMemory {
+		if err := warmMemory(func(format string, args ...any) { fmt.Fprintf(s.out, "- "+format+"\n", args...) }); err != nil {
+			return err
+		}
+	}
 	groups := [][]string{{"w1"}, {"w2", "w3"}, {"w4"}}
 	for _, g := range groups {
 		if !slices.Contains(cfg.Workloads, g[0]) {
