@@ -39,13 +39,16 @@ type fetchRead struct {
 	bytes    int
 	hasError bool
 	releases []func()
+	// files holds, for each partition with records in resp's order, the
+	// open segment file its records come from (nil when none is open).
+	files []fetchFile
 }
 
 // body is the response to write: with writev when it carries enough
 // record bytes to make skipping the copy worth a syscall.
 func (fr *fetchRead) body() kmsg.Response {
 	if fr.bytes >= zeroCopyMin && vectorable(fr.resp) {
-		return vectorFetch{fr.resp}
+		return vectorFetch{fr.resp, fr.files}
 	}
 	return fr.resp
 }
@@ -55,6 +58,7 @@ func (fr *fetchRead) release() {
 		rel()
 	}
 	fr.releases = nil
+	fr.files = nil
 }
 
 func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.Response {
@@ -226,6 +230,7 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 	}
 	if len(res.Data) > 0 {
 		op.RecordBatches = res.Data
+		fr.files = append(fr.files, fetchFile{data: res.Data, file: res.File, offset: res.FileOffset})
 		b.countFetched(name, res.Data)
 	}
 	return len(res.Data)

@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
-	"github.com/kbroker/kbroker/replication"
 )
 
 // The broker's request path in process, without sockets: a request frame is
@@ -57,32 +56,6 @@ func benchBatch(n, valueBytes int) []byte {
 	crc := crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli))
 	binary.BigEndian.PutUint32(b[17:], crc)
 	return b
-}
-
-// benchTopic creates a single-partition topic and waits until this broker
-// leads it.
-func benchTopic(b *testing.B, br *Broker, name string) {
-	b.Helper()
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	ct.SetVersion(7)
-	ct.TimeoutMillis = 30000
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = name, 1, 1
-	ct.Topics = append(ct.Topics, t)
-	resp := runRequest(b, br, ct)
-	if code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
-		b.Fatalf("create topic: error %d", code)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if p, ok := br.replicas.Partition(name, 0); ok && p.Role() == replication.RoleLeader {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("topic has no local leader after 30s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // runRequest sends req through decode and dispatch and returns the answer.
@@ -149,7 +122,7 @@ func serveFrame(b *testing.B, br *Broker, frame []byte, info *protocol.ConnInfo,
 // node completes as soon as the HW moves (the ISR is just this broker).
 func BenchmarkProduce(b *testing.B) {
 	br := startTestBroker(b)
-	benchTopic(b, br, "bench")
+	createTopic(b, br, "bench")
 	info := &protocol.ConnInfo{ID: 1, Listener: "PLAINTEXT"}
 	for _, c := range []struct {
 		name    string
@@ -184,7 +157,7 @@ func BenchmarkProduce(b *testing.B) {
 // batches; fetches walk it and wrap.
 func BenchmarkFetch(b *testing.B) {
 	br := startTestBroker(b)
-	benchTopic(b, br, "bench")
+	createTopic(b, br, "bench")
 	info := &protocol.ConnInfo{ID: 1, Listener: "PLAINTEXT"}
 	batch := benchBatch(16, 1024)
 	produce := benchProduceFrame("bench", 1, batch)

@@ -1,19 +1,42 @@
 package broker
 
 import (
-	"net"
+	"os"
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
 )
 
-// vectorFetch is a fetch response written with writev: the record batches,
-// slices of the mapped log segments, go to the socket as they are instead of
-// being copied into the response buffer (Kafka's zero-copy transferTo). It
-// encodes exactly what kmsg.FetchResponse.AppendTo would (fetch_encode_test
-// checks byte equality) for the fields kbroker sets.
+// vectorFetch is a fetch response written without copying its records
+// into the response buffer: the record batches, slices of the mapped log
+// segments, go to the socket with sendfile from the segment file when it is
+// open (Kafka's zero-copy transferTo) and with writev from the mapping
+// otherwise. It encodes exactly what kmsg.FetchResponse.AppendTo would
+// (fetch_encode_test checks byte equality) for the fields kbroker sets.
 type vectorFetch struct {
 	*kmsg.FetchResponse
+	files []fetchFile
+}
+
+// fetchFile is where one partition's records lie in an open segment file.
+type fetchFile struct {
+	data   []byte
+	file   *os.File
+	offset int64
+}
+
+// vector is the piece for records, the k-th non-empty record set of the
+// response: with its file when readFetch recorded one for these bytes.
+func (v vectorFetch) vector(k int, records []byte) protocol.Vector {
+	if k < len(v.files) {
+		f := v.files[k]
+		if f.file != nil && len(f.data) == len(records) && &f.data[0] == &records[0] {
+			return protocol.Vector{B: records, File: f.file, Offset: f.offset}
+		}
+	}
+	return protocol.Vector{B: records}
 }
 
 // zeroCopyMin is the record volume from which a fetch response is written
@@ -22,10 +45,11 @@ type vectorFetch struct {
 const zeroCopyMin = 16 << 10
 
 // AppendVectors implements protocol.VectorResponse: it appends the encoded
-// body to bufs, the small fields in scratch and each record set as its own
-// buffer.
-func (v vectorFetch) AppendVectors(bufs net.Buffers, scratch []byte) net.Buffers {
+// body to vs, the small fields in scratch and each record set as its own
+// piece.
+func (v vectorFetch) AppendVectors(vs []protocol.Vector, scratch []byte) []protocol.Vector {
 	r := v.FetchResponse
+	k := 0 // record sets so far
 	version, flex := r.Version, r.Version >= 12
 	b := scratch
 	if version >= 1 {
@@ -66,9 +90,9 @@ func (v vectorFetch) AppendVectors(bufs net.Buffers, scratch []byte) net.Buffers
 			}
 			b = appendNullableBytesLen(b, len(p.RecordBatches), p.RecordBatches == nil, flex)
 			if len(p.RecordBatches) > 0 {
-				bufs = append(bufs, b)
-				bufs = append(bufs, p.RecordBatches)
-				b = b[len(b):] // keep appending after what bufs holds
+				vs = append(vs, protocol.Vector{B: b}, v.vector(k, p.RecordBatches))
+				k++
+				b = b[len(b):] // keep appending after what vs holds
 			}
 			if flex {
 				b = appendPartitionTags(b, p)
@@ -82,9 +106,9 @@ func (v vectorFetch) AppendVectors(bufs net.Buffers, scratch []byte) net.Buffers
 		b = appendResponseTags(b, r)
 	}
 	if len(b) > 0 {
-		bufs = append(bufs, b)
+		vs = append(vs, protocol.Vector{B: b})
 	}
-	return bufs
+	return vs
 }
 
 func appendPartitionTags(b []byte, p *kmsg.FetchResponseTopicPartition) []byte {

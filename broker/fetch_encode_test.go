@@ -17,8 +17,8 @@ func TestVectorFetchMatchesKmsg(t *testing.T) {
 			r := randomFetchResponse(rng, version)
 			want := r.AppendTo(nil)
 			var got []byte
-			for _, b := range (vectorFetch{r}).AppendVectors(nil, make([]byte, 0, 64)) {
-				got = append(got, b...)
+			for _, v := range (vectorFetch{FetchResponse: r}).AppendVectors(nil, make([]byte, 0, 64)) {
+				got = append(got, v.B...)
 			}
 			if !bytes.Equal(got, want) {
 				t.Fatalf("v%d trial %d: %d bytes, kmsg encodes %d", version, trial, len(got), len(want))

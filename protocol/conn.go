@@ -175,6 +175,7 @@ func (c *conn) writeLoop() {
 	defer c.drain()
 	w := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
+	var vw *vectorWriter // made on the first VectorResponse
 	for p := range c.pending {
 		body := p.resp.Body
 		if p.resp.Later != nil {
@@ -189,7 +190,10 @@ func (c *conn) writeLoop() {
 			body.SetVersion(p.req.Version)
 		}
 		if vr, ok := body.(VectorResponse); ok {
-			err := c.writeVectors(w, p.req.CorrelationID, vr, &buf)
+			if vw == nil {
+				vw = newVectorWriter(c.nc)
+			}
+			err := c.writeVectors(w, vw, p.req.CorrelationID, vr, &buf)
 			c.finish(p) // the borrowed buffers are written
 			if err != nil {
 				c.log.Debug("connection write failed", "err", err)
@@ -219,24 +223,26 @@ func (c *conn) writeLoop() {
 }
 
 // writeVectors writes a VectorResponse: the buffered responses before it
-// are flushed, then its frame goes out in one writev.
-func (c *conn) writeVectors(w *bufio.Writer, correlationID int32, vr VectorResponse, scratch *[]byte) error {
+// are flushed, then its frame goes out with writev and sendfile.
+func (c *conn) writeVectors(w *bufio.Writer, vw *vectorWriter, correlationID int32, vr VectorResponse, scratch *[]byte) error {
 	head := (*scratch)[:0]
 	head = append(head, 0, 0, 0, 0)
 	head = kbin.AppendInt32(head, correlationID)
 	if vr.IsFlexible() {
 		head = append(head, 0)
 	}
-	bufs := vr.AppendVectors(net.Buffers{head}, head[len(head):])
+	vs := vr.AppendVectors(append(vw.vecs[:0], Vector{B: head}), head[len(head):])
 	total := 0
-	for _, b := range bufs {
-		total += len(b)
+	for _, v := range vs {
+		total += len(v.B)
 	}
-	binary.BigEndian.PutUint32(bufs[0], uint32(total-4))
-	if err := w.Flush(); err != nil {
-		return err
+	binary.BigEndian.PutUint32(vs[0].B, uint32(total-4))
+	err := w.Flush()
+	if err == nil {
+		err = vw.write(vs)
 	}
-	_, err := bufs.WriteTo(c.nc)
+	clear(vs) // do not pin mapped segments or files to an idle connection
+	vw.vecs = vs[:0]
 	if cap(head) <= 4<<20 {
 		*scratch = head[:0]
 	}

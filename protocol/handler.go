@@ -75,11 +75,12 @@ type Handler interface {
 }
 
 // VectorResponse is a response that encodes itself as a sequence of
-// buffers, some of them borrowed (slices of mapped log segments), so that
-// the connection writes them with writev instead of copying them into its
-// buffer. AppendVectors appends the encoded body (everything after the
-// response header) to bufs, putting small fields in scratch.
+// pieces, some of them borrowed (slices of mapped log segments, with the
+// segment file when it is open), so that the connection writes them with
+// writev or sendfile instead of copying them into its buffer.
+// AppendVectors appends the encoded body (everything after the response
+// header) to vs, putting small fields in scratch.
 type VectorResponse interface {
 	kmsg.Response
-	AppendVectors(bufs net.Buffers, scratch []byte) net.Buffers
+	AppendVectors(vs []Vector, scratch []byte) []Vector
 }

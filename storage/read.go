@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"sync/atomic"
 )
@@ -21,6 +22,13 @@ type ReadResult struct {
 	// to read next. Both equal the requested offset when Data is empty.
 	FirstOffset int64
 	NextOffset  int64
+	// File, when set, is the open segment file whose bytes at FileOffset
+	// are Data, so that a writer may send them with sendfile(2) instead
+	// of copying them from the mapping (Kafka's transferTo). Only the
+	// active segment has one. It may be closed by a roll at any time:
+	// use it through SyscallConn, and fall back to Data when it is.
+	File       *os.File
+	FileOffset int64
 }
 
 func noRelease() {}
@@ -122,6 +130,7 @@ func (s *segment) read(offset, maxBytes, limit int64, minOneBatch bool) (ReadRes
 	}
 	if end > start {
 		res.Data = s.data[start:end:end]
+		res.File, res.FileOffset = s.openFile.Load(), start
 	}
 	return res, true
 }

@@ -85,6 +85,12 @@ type segment struct {
 	// flushedSize is how many bytes of .log are known to be on disk; the
 	// flusher starts msync there.
 	flushedSize atomic.Int64
+	// openFile is file while the segment is active, for readers that send
+	// bytes with sendfile(2) instead of from the mapping. It is cleared
+	// before file is closed; a reader that loaded it keeps the descriptor
+	// alive through os.File's own reference count (SyscallConn), and a
+	// closed file makes it fall back to the mapped bytes.
+	openFile atomic.Pointer[os.File]
 	// indexChecked is set once the indexes were fully validated (at
 	// recovery or on first mapping); guarded by mu.
 	indexChecked bool
@@ -203,6 +209,7 @@ func (s *segment) activate(p segmentParams) error {
 		return err
 	}
 	s.data, s.file, s.capacity, s.mapped, s.active = data, f, capacity, true, true
+	s.openFile.Store(f)
 	s.populated = 0
 	s.allocated, s.chunk = st.Size(), max(p.chunk, 1)
 	s.indexChecked = true
@@ -244,6 +251,7 @@ func (s *segment) deactivate() error {
 		// The slot was kept free by the roll check (timeIndex.isFull(n+1)).
 		s.timeIndex.maybeAppend(ts, off)
 	}
+	s.openFile.Store(nil)
 	err := s.file.Truncate(s.size.Load())
 	err = errors.Join(err, s.index.trim(), s.timeIndex.trim(), s.file.Close())
 	s.index.file.Close()
@@ -530,6 +538,7 @@ func (s *segment) unmapLocked() {
 // references.
 func (s *segment) freeLocked() {
 	if s.file != nil {
+		s.openFile.Store(nil)
 		s.file.Close()
 		s.file = nil
 	}
