@@ -18,6 +18,7 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -100,6 +101,7 @@ func suiteCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("suite", flag.ExitOnError)
 	var cfg suiteConfig
 	fs.StringVar(&cfg.Kbroker, "kbroker", "../bin/kbroker", "kbroker binary")
+	fs.StringVar(&cfg.KbrokerB, "kbroker-b", "", "a second kbroker build, run as target kbroker-b (an A/B of a change)")
 	fs.StringVar(&cfg.PprofBin, "pprof-bin", "", "pprofbroker binary: profile kbroker under w1 and w2 (empty: no profiles)")
 	fs.StringVar(&cfg.Out, "out", "out", "results directory (report.md, results.json, profiles/)")
 	fs.IntVar(&cfg.Reps, "reps", 3, "repetitions per target")
@@ -118,6 +120,11 @@ func suiteCmd(ctx context.Context, args []string) error {
 	var err error
 	if cfg.Kbroker, err = absPath(cfg.Kbroker); err != nil {
 		return err
+	}
+	if slices.Contains(cfg.Targets, kindKbrokerB) {
+		if cfg.KbrokerB, err = absPath(cfg.KbrokerB); err != nil {
+			return fmt.Errorf("target kbroker-b needs --kbroker-b: %w", err)
+		}
 	}
 	if cfg.PprofBin != "" {
 		if cfg.PprofBin, err = absPath(cfg.PprofBin); err != nil {

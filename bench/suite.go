@@ -22,6 +22,7 @@ import (
 
 type suiteConfig struct {
 	Kbroker    string        // bin/kbroker
+	KbrokerB   string        // a second build, target kbroker-b (optional)
 	PprofBin   string        // the pprofbroker build ("" = no profiles)
 	Out        string        // results directory
 	Reps       int           // repetitions of each target
@@ -138,7 +139,11 @@ func (s *suite) runGroup(ctx context.Context, group []string, t targetKind, rep 
 	w0 := s.ws[group[0]]
 	dir := filepath.Join(s.cfg.Out, "runs", fmt.Sprintf("%s-%s-%d", group[0], t, rep))
 	os.RemoveAll(dir)
-	c, err := startCluster(ctx, startOpts{kind: t, brokers: w0.brokers, dir: dir, kbroker: s.cfg.Kbroker})
+	bin := s.cfg.Kbroker
+	if t == kindKbrokerB {
+		bin = s.cfg.KbrokerB
+	}
+	c, err := startCluster(ctx, startOpts{kind: t, brokers: w0.brokers, dir: dir, kbroker: bin})
 	if err != nil {
 		for _, w := range group {
 			s.record(runRecord{Workload: w, Target: t, Rep: rep, Err: err.Error()})
@@ -291,6 +296,9 @@ func (s *suite) table() {
 	if has(kindKbroker) && has(kindNull) {
 		cols = append(cols, "kbroker/null")
 	}
+	if has(kindKbroker) && has(kindKbrokerB) {
+		cols = append(cols, "kbroker/kbroker-b")
+	}
 	fmt.Fprintf(s.out, "| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
 	for _, w := range []string{"w1", "w2", "w3", "w4"} {
 		if !s.ran(w) {
@@ -316,7 +324,7 @@ func (s *suite) table() {
 				}
 				row = append(row, cell)
 			}
-			for _, other := range []targetKind{kindKfake, kindNull} {
+			for _, other := range []targetKind{kindKfake, kindNull, kindKbrokerB} {
 				if has(kindKbroker) && has(other) {
 					row = append(row, ratio(vals, kindKbroker, other))
 				}

@@ -25,8 +25,11 @@ type targetKind string
 
 const (
 	kindKbroker targetKind = "kbroker"
-	kindKfake   targetKind = "kfake"
-	kindNull    targetKind = "null"
+	// kindKbrokerB is a second kbroker build (--kbroker-b), for an A/B of
+	// a change against the commit before it in one interleaved run.
+	kindKbrokerB targetKind = "kbroker-b"
+	kindKfake    targetKind = "kfake"
+	kindNull     targetKind = "null"
 )
 
 // cluster is a running target: n brokers in one or more processes.
@@ -81,7 +84,7 @@ func startCluster(ctx context.Context, o startOpts) (*cluster, error) {
 		return nil, err
 	}
 	switch o.kind {
-	case kindKbroker:
+	case kindKbroker, kindKbrokerB:
 		return startKbroker(ctx, o)
 	case kindKfake, kindNull:
 		return startSelf(ctx, o)
@@ -134,7 +137,7 @@ func startKbroker(ctx context.Context, o startOpts) (*cluster, error) {
 	for i := range o.brokers {
 		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[3*i+1]))
 	}
-	c := &cluster{kind: kindKbroker, dir: o.dir}
+	c := &cluster{kind: o.kind, dir: o.dir}
 	for i := range o.brokers {
 		client := fmt.Sprintf("127.0.0.1:%d", ports[3*i])
 		args := append([]string{
