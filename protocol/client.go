@@ -123,7 +123,10 @@ func (c *Client) roundTripLocked(ctx context.Context, req kmsg.Request) (kmsg.Re
 		deadline = time.Now().Add(30 * time.Second)
 	}
 	c.nc.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
+	// The callback may run after this round trip ended and the connection
+	// was closed and dropped: it holds its own reference, not c.nc.
+	nc := c.nc
+	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
 	defer stop()
 
 	c.correlation++
