@@ -114,18 +114,20 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadResult, error) {
 		}
 	}
 	var watch *procWatch
+	var rebase func() // CPU counts from the end of the warm-up, like the bytes
 	if len(cfg.Pids) > 0 {
 		watch = watchProcs(cfg.Pids)
+		rebase = watch.rebase
 	}
 	var res loadResult
 	var err error
 	switch cfg.Mode {
 	case "produce":
-		res, err = produce(ctx, cfg, nil)
+		res, err = produce(ctx, cfg, nil, rebase)
 	case "consume":
 		res, err = consume(ctx, cfg)
 	case "e2e":
-		res, err = endToEnd(ctx, cfg)
+		res, err = endToEnd(ctx, cfg, rebase)
 	default:
 		err = fmt.Errorf("unknown mode %q (produce, consume, e2e)", cfg.Mode)
 	}
@@ -223,8 +225,9 @@ func producerOpts(cfg loadConfig) ([]kgo.Opt, error) {
 // duration or record cap; only records sent after the warm-up count. In e2e
 // mode each value starts with the send time and is allocated per record;
 // otherwise every record shares one value. warmEnd, if not nil, is set to
-// the end of the warm-up (unix nanoseconds) before the first record.
-func produce(ctx context.Context, cfg loadConfig, warmEnd *atomic.Int64) (loadResult, error) {
+// the end of the warm-up (unix nanoseconds) before the first record;
+// onMeasure, if not nil, runs when the warm-up ends.
+func produce(ctx context.Context, cfg loadConfig, warmEnd *atomic.Int64, onMeasure func()) (loadResult, error) {
 	opts, err := producerOpts(cfg)
 	if err != nil {
 		return loadResult{}, err
@@ -275,6 +278,10 @@ func produce(ctx context.Context, cfg loadConfig, warmEnd *atomic.Int64) (loadRe
 		warmEnd.Store(measured.UnixNano())
 	}
 	deadline := measured.Add(cfg.Duration)
+	if onMeasure != nil {
+		t := time.AfterFunc(time.Until(measured), onMeasure)
+		defer t.Stop()
+	}
 	var wg sync.WaitGroup
 	for _, cl := range clients {
 		wg.Add(1)
@@ -391,7 +398,7 @@ func consume(ctx context.Context, cfg loadConfig) (loadResult, error) {
 
 // endToEnd consumes while it produces; each record's latency is the time
 // from its send (in its first 8 bytes) to its consumption.
-func endToEnd(ctx context.Context, cfg loadConfig) (loadResult, error) {
+func endToEnd(ctx context.Context, cfg loadConfig, onMeasure func()) (loadResult, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(time.Second))
 	if err != nil {
@@ -424,7 +431,7 @@ func endToEnd(ctx context.Context, cfg loadConfig) (loadResult, error) {
 			})
 		}
 	}()
-	res, err := produce(ctx, cfg, &warmEnd)
+	res, err := produce(ctx, cfg, &warmEnd, onMeasure)
 	if err != nil {
 		return res, err
 	}

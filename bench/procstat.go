@@ -72,11 +72,12 @@ func parseKB(v string) int64 {
 // after, VmHWM at the end, and the peak RssAnon sampled every 100 ms
 // (VmHWM counts mapped segment pages, which are page cache).
 type procWatch struct {
-	pids     []int
+	pids []int
+	stop chan struct{}
+	done chan struct{}
+
+	mu       sync.Mutex // guards the following
 	cpu0     []time.Duration
-	stop     chan struct{}
-	done     chan struct{}
-	mu       sync.Mutex // guards peakAnon
 	peakAnon []int64
 }
 
@@ -88,6 +89,17 @@ func watchProcs(pids []int) *procWatch {
 	}
 	go w.sample()
 	return w
+}
+
+// rebase restarts the CPU count (at the end of a warm-up).
+func (w *procWatch) rebase() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, pid := range w.pids {
+		if c, err := cpuTime(pid); err == nil {
+			w.cpu0[i] = c
+		}
+	}
 }
 
 func (w *procWatch) sample() {
@@ -129,6 +141,8 @@ func (w *procWatch) finish() procUsage {
 	close(w.stop)
 	<-w.done
 	var u procUsage
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for i, pid := range w.pids {
 		c, _ := cpuTime(pid)
 		hwm, _, _ := memStatus(pid)
