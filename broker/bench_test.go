@@ -78,16 +78,8 @@ func runRequest(tb testing.TB, br *Broker, req kmsg.Request) kmsg.Response {
 }
 
 func benchProduceFrame(topic string, acks int16, batch []byte) []byte {
-	req := kmsg.NewPtrProduceRequest()
+	req := produceRequest(topic, acks, batch)
 	req.SetVersion(12)
-	req.Acks = acks
-	req.TimeoutMillis = 30000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
 	return encodeFrame(req)
 }
 

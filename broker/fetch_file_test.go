@@ -20,7 +20,7 @@ func TestFetchRecordsCarryTheirSegmentFile(t *testing.T) {
 	createTopic(t, br, "files")
 	batch := benchBatch(100, 1000) // ~100 KiB: the writev/sendfile path
 	produce := func() {
-		resp := runRequest(t, br, produceRequest("files", batch))
+		resp := runRequest(t, br, produceRequest("files", 1, batch))
 		if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 			t.Fatalf("produce: error %d", code)
 		}
@@ -105,10 +105,11 @@ func createTopic(tb testing.TB, br *Broker, name string) {
 	}
 }
 
-func produceRequest(topic string, batch []byte) kmsg.Request {
+// produceRequest is a v9 Produce of one batch to partition 0 of topic.
+func produceRequest(topic string, acks int16, batch []byte) *kmsg.ProduceRequest {
 	req := kmsg.NewPtrProduceRequest()
 	req.SetVersion(9)
-	req.Acks = 1
+	req.Acks = acks
 	req.TimeoutMillis = 30000
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic = topic
