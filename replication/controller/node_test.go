@@ -432,10 +432,13 @@ func TestSilentBrokerFenced(t *testing.T) {
 	start := time.Now()
 	c.kill(victim)
 	c.converged("silent broker fenced", func(img *Image) bool {
-		if !img.Brokers[victim].Fenced {
+		// A node still catching up may not have the topic yet (brokers
+		// start fenced, so Fenced alone says nothing).
+		b, topic := img.Brokers[victim], img.Topics["t"]
+		if b == nil || topic == nil || !b.Fenced {
 			return false
 		}
-		for _, p := range img.Topics["t"].Partitions {
+		for _, p := range topic.Partitions {
 			if p.Leader == victim || p.Leader == NoLeader || slices.Contains(p.ISR, victim) {
 				return false
 			}
