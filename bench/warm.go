@@ -18,7 +18,10 @@ import (
 // a later one (writing 2 GiB into page cache: 1.34 s of CPU per GiB into
 // never-used memory, 0.15-0.18 s into reused memory), which would otherwise
 // charge whichever target runs first (kbroker, in A B C order) for the VM
-// rather than for itself.
+// rather than for itself. It only goes so far: the VM reports freed memory
+// to its host at once (free page reporting, min_free_ms=0), so memory freed
+// here, and the page cache of each run's deleted data, soon costs a host
+// fault again.
 func warmMemory(log func(format string, args ...any)) error {
 	avail, err := memAvailable()
 	if err != nil {
