@@ -27,6 +27,11 @@ type ReadResult struct {
 	// of copying them from the mapping (Kafka's transferTo). Only the
 	// active segment has one. It may be closed by a roll at any time:
 	// use it through SyscallConn, and fall back to Data when it is.
+	// Pages handed to sendfile stay referenced by the socket until the
+	// peer takes them, past Release: a truncation and rewrite of the
+	// segment in between (a leader demoted and truncated) can change bytes
+	// still queued. Kafka's transferTo has the same window; followers and
+	// clients check each batch's CRC, which catches it.
 	File       *os.File
 	FileOffset int64
 }
