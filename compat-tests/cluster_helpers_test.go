@@ -46,7 +46,7 @@ type partitionState struct {
 func (c *cluster) describe(topic string, p int32) (partitionState, error) {
 	var lastErr error
 	for _, n := range c.nodes {
-		if !n.running() {
+		if !n.Running() {
 			continue
 		}
 		cl, err := kgo.NewClient(kgo.SeedBrokers(n.clientAddr))
@@ -106,7 +106,7 @@ func (c *cluster) node(id int32) *node { return c.nodes[id-1] }
 func (c *cluster) runningSeeds() []string {
 	var out []string
 	for _, n := range c.nodes {
-		if n.running() {
+		if n.Running() {
 			out = append(out, n.clientAddr)
 		}
 	}
@@ -262,7 +262,7 @@ func (c *cluster) waitTopicEverywhere(topic string, partitions int32, rf int) {
 	c.t.Helper()
 	waitFor(c.t, 60*time.Second, "topic "+topic+" on every broker", func() error {
 		for _, n := range c.nodes {
-			if !n.running() {
+			if !n.Running() {
 				continue
 			}
 			cl, err := kgo.NewClient(kgo.SeedBrokers(n.clientAddr))

@@ -28,13 +28,13 @@ func TestFollowerLeavesAndRejoinsISR(t *testing.T) {
 	cl := newClient(t, c.seeds())
 
 	follower := otherThan(st.replicas, st.leader)[0]
-	c.node(follower).pause()
+	c.node(follower).Pause()
 	_, err := produceValues(ctx, cl, topic, values("while-paused", 20))
 	must(t, err, "acks=all with one follower paused")
 	c.waitPartition(topic, 0, 30*time.Second, "paused follower out of the ISR", func(s partitionState) bool {
 		return !slices.Contains(s.isr, follower)
 	})
-	c.node(follower).resume()
+	c.node(follower).Resume()
 	c.waitPartition(topic, 0, 30*time.Second, "resumed follower back in the ISR", func(s partitionState) bool { return len(s.isr) == 3 })
 
 	other := otherThan(st.replicas, st.leader, follower)[0]

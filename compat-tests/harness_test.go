@@ -16,6 +16,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/child"
 )
 
 // node is one kbroker process under test.
@@ -28,10 +30,9 @@ type node struct {
 	dataDir     string
 	args        []string
 
-	mu     sync.Mutex // guards cmd, output, exited
-	cmd    *exec.Cmd
+	child.Process
+	mu     sync.Mutex // guards output
 	output *bytes.Buffer
-	exited chan struct{}
 }
 
 // cluster is a set of kbroker processes started by a test.
@@ -174,82 +175,30 @@ const controllerNodeID = 100
 
 func (n *node) start() {
 	n.t.Helper()
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	cmd := exec.Command(kbrokerBin, n.args...)
-	// The test's own KBROKER_* settings are not broker config.
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KBROKER_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	n.output = &bytes.Buffer{}
-	cmd.Stdout = n.output
-	cmd.Stderr = n.output
-	if err := cmd.Start(); err != nil {
+	cmd.Env = child.Env(os.Environ()) // the test's own KBROKER_* settings are not broker config
+	output := &bytes.Buffer{}
+	cmd.Stdout = output
+	cmd.Stderr = output
+	n.mu.Lock()
+	n.output = output
+	n.mu.Unlock()
+	if err := n.Start(cmd, nil); err != nil {
 		n.t.Fatalf("starting node %d: %v", n.id, err)
 	}
-	n.cmd = cmd
-	exited := make(chan struct{})
-	n.exited = exited
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
 }
 
 // kill9 kills the process without letting it clean up.
 func (n *node) kill9() {
-	n.signal(syscall.SIGKILL)
-	n.waitExit(10 * time.Second)
+	n.Signal(syscall.SIGKILL)
+	n.WaitExit(10 * time.Second)
 }
 
 // stop sends SIGTERM and waits for a clean exit.
 func (n *node) stop() {
-	n.signal(syscall.SIGTERM)
-	if !n.waitExit(15 * time.Second) {
+	n.Signal(syscall.SIGTERM)
+	if !n.WaitExit(15 * time.Second) {
 		n.kill9()
-	}
-}
-
-func (n *node) pause()  { n.signal(syscall.SIGSTOP) }
-func (n *node) resume() { n.signal(syscall.SIGCONT) }
-
-func (n *node) signal(sig syscall.Signal) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd != nil && n.cmd.Process != nil {
-		n.cmd.Process.Signal(sig)
-	}
-}
-
-func (n *node) waitExit(d time.Duration) bool {
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
-	if exited == nil {
-		return true
-	}
-	select {
-	case <-exited:
-		return true
-	case <-time.After(d):
-		return false
-	}
-}
-
-func (n *node) running() bool {
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
-	if exited == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
 	}
 }
 
@@ -266,7 +215,7 @@ func (n *node) logs() string {
 func (c *cluster) stop() {
 	var wg sync.WaitGroup
 	for _, n := range c.nodes {
-		n.resume()
+		n.Resume()
 		wg.Add(1)
 		go func() { defer wg.Done(); n.stop() }()
 	}
@@ -311,12 +260,12 @@ func (c *cluster) waitServing(d time.Duration) {
 	waitFor(c.t, d, "brokers serving", func() error {
 		want := 0
 		for _, n := range c.nodes {
-			if n.running() {
+			if n.Running() {
 				want++
 			}
 		}
 		for _, n := range c.nodes {
-			if !n.running() {
+			if !n.Running() {
 				continue
 			}
 			cl, err := kgo.NewClient(kgo.SeedBrokers(n.clientAddr))

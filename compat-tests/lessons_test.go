@@ -43,7 +43,7 @@ func TestLessonAcks1LosesAcknowledgedRecords(t *testing.T) {
 	}
 	followers := otherThan(st.replicas, st.leader)
 	for _, f := range followers {
-		c.node(f).pause()
+		c.node(f).Pause()
 	}
 	start := time.Now()
 	acked1, err := produceValues(ctx, one, topic, values("acks1", 50))
@@ -53,7 +53,7 @@ func TestLessonAcks1LosesAcknowledgedRecords(t *testing.T) {
 	must(t, err, "acks=1 with followers paused")
 	c.node(st.leader).kill9()
 	for _, f := range followers {
-		c.node(f).resume()
+		c.node(f).Resume()
 	}
 	next := c.waitPartition(topic, 0, 30*time.Second, "a follower to lead", func(s partitionState) bool {
 		return s.leader >= 0 && s.leader != st.leader
@@ -103,7 +103,7 @@ func TestLessonAcksAllLosesNothing(t *testing.T) {
 
 	followers := otherThan(st.replicas, st.leader)
 	for _, f := range followers {
-		c.node(f).pause()
+		c.node(f).Pause()
 	}
 	pending := values("inflight", 30)
 	results := make(chan error, len(pending))
@@ -123,7 +123,7 @@ func TestLessonAcksAllLosesNothing(t *testing.T) {
 	}
 	c.node(st.leader).kill9()
 	for _, f := range followers {
-		c.node(f).resume()
+		c.node(f).Resume()
 	}
 	for range pending {
 		select {
@@ -200,7 +200,7 @@ func staleReplicaLesson(t *testing.T, minISR string, unclean bool) {
 	must(t, err, "records every replica gets")
 	c.waitConverged(topic, 0, 30*time.Second)
 
-	c.node(stale).pause()
+	c.node(stale).Pause()
 	c.waitPartition(topic, 0, 30*time.Second, "the paused follower to leave the ISR", func(s partitionState) bool {
 		return !slices.Contains(s.isr, stale) && len(s.isr) == 2
 	})
@@ -226,7 +226,7 @@ func staleReplicaLesson(t *testing.T, minISR string, unclean bool) {
 
 	// Second crash: the leader. The stale follower comes back.
 	c.node(leader).kill9()
-	c.node(stale).resume()
+	c.node(stale).Resume()
 	if !unclean {
 		// Offline until an in-sync replica returns, whatever the stale one does.
 		c.waitPartition(topic, 0, 30*time.Second, "offline partition", func(s partitionState) bool { return s.leader == -1 })

@@ -69,7 +69,7 @@ func TestMetricsMoveDuringFaults(t *testing.T) {
 	sum := func(name string) float64 {
 		total := 0.0
 		for _, n := range c.nodes {
-			if n.running() {
+			if n.Running() {
 				total += scrape(t, n)[name]
 			}
 		}

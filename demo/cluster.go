@@ -156,7 +156,7 @@ func (c *cluster) node(id int32) *node { return c.nodes[id-1] }
 func (c *cluster) seeds() []string {
 	var out []string
 	for _, n := range c.nodes {
-		if n.serving() {
+		if n.Serving() {
 			out = append(out, n.clientAddr)
 		}
 	}
@@ -189,13 +189,13 @@ func (c *cluster) client(opts ...kgo.Opt) (*kgo.Client, error) {
 func (c *cluster) waitServing(ctx context.Context, d time.Duration) error {
 	return poll(ctx, d, "the brokers to serve", func() error {
 		for _, n := range c.allNodes() {
-			if !n.running() {
+			if !n.Running() {
 				return permanent(fmt.Errorf("node %d exited:\n%s", n.id, n.logTail(2000)))
 			}
 		}
 		want := len(c.seeds())
 		for _, n := range c.nodes {
-			if !n.serving() {
+			if !n.Serving() {
 				continue
 			}
 			brokers, err := listBrokers(ctx, n.clientAddr)

@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,12 +114,5 @@ func TestNewKnowsEveryScenario(t *testing.T) {
 	}
 	if _, err := New("acks2", Config{}); err == nil || !strings.Contains(err.Error(), "acks1, acksall, mininsync, unclean") {
 		t.Errorf("unknown scenario: %v", err)
-	}
-}
-
-func TestChildEnvDropsBrokerConfig(t *testing.T) {
-	got := childEnv([]string{"PATH=/bin", "KBROKER_LOG_DIRS=/x", "HOME=/root", "KBROKER_BIN=/y"})
-	if !slices.Equal(got, []string{"PATH=/bin", "HOME=/root"}) {
-		t.Errorf("childEnv = %v", got)
 	}
 }

@@ -85,7 +85,7 @@ func (c *cluster) closeClients() {
 func (c *cluster) describe(ctx context.Context, topic string) (partitionState, error) {
 	err := errors.New("no broker has been serving for a second")
 	for _, n := range c.nodes {
-		if n.servingFor() < time.Second {
+		if n.ServingFor() < time.Second {
 			continue
 		}
 		var st partitionState
@@ -193,7 +193,7 @@ const batchHeaderSize = 61
 // end offset: "HW 10; log end offsets: node 1 60 (leader), node 2 10 (paused), node 3 10".
 func (c *cluster) offsets(ctx context.Context, topic string, st partitionState) string {
 	var b strings.Builder
-	if st.leader >= 0 && c.node(st.leader).serving() {
+	if st.leader >= 0 && c.node(st.leader).Serving() {
 		if hw, err := c.highWatermark(ctx, topic, st.leader); err == nil {
 			fmt.Fprintf(&b, "HW %d; ", hw)
 		}

@@ -85,7 +85,7 @@ func (r *run) failover(ctx context.Context, leader int32, followers []int32, why
 // pause stalls brokers with SIGSTOP.
 func (r *run) pause(ids []int32, why string) {
 	for _, id := range ids {
-		r.node(id).pause()
+		r.node(id).Pause()
 	}
 	r.narr.Say("SIGSTOP %s: paused, %s", brokers(ids), why)
 }
@@ -93,7 +93,7 @@ func (r *run) pause(ids []int32, why string) {
 // resume continues paused brokers with SIGCONT.
 func (r *run) resume(ids []int32) {
 	for _, id := range ids {
-		r.node(id).resume()
+		r.node(id).Resume()
 	}
 	r.narr.Say("SIGCONT %s: running again", brokers(ids))
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/child"
 )
 
 // controllerNodeID is the id of the controller-only node.
@@ -33,10 +35,7 @@ type node struct {
 	netns      string // the network namespace, "" on loopback
 	args       []string
 
-	mu     sync.Mutex // guards the fields below
-	cmd    *exec.Cmd
-	exited chan struct{}
-	paused bool
+	child.Process
 }
 
 // clusterOpts shape a cluster.
@@ -190,17 +189,12 @@ func freePorts(t testing.TB, n int) []int {
 
 func (n *node) String() string { return fmt.Sprintf("node %d", n.id) }
 
-// start runs the process; it dies with the test binary (Pdeathsig), so a
-// test killed by its timeout leaves no broker behind.
+// start runs the process, unless it is running; it dies with the test
+// binary (Pdeathsig), so a test killed by its timeout leaves no broker
+// behind.
 func (n *node) start() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.exited != nil {
-		select {
-		case <-n.exited:
-		default:
-			return nil // already running
-		}
+	if n.Running() {
+		return nil
 	}
 	out, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -213,94 +207,31 @@ func (n *node) start() error {
 	} else {
 		cmd = exec.Command(kbrokerBin, n.args...)
 	}
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KBROKER_") { // the test's settings are not broker config
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
+	cmd.Env = child.Env(os.Environ()) // the test's settings are not broker config
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := n.Start(cmd, func() { out.Close() }); err != nil {
 		out.Close()
+		if errors.Is(err, child.ErrRunning) {
+			return nil
+		}
 		return fmt.Errorf("starting %s: %w", n, err)
 	}
-	exited := make(chan struct{})
-	n.cmd, n.exited, n.paused = cmd, exited, false
-	go func() {
-		cmd.Wait()
-		out.Close()
-		close(exited)
-	}()
 	return nil
 }
 
-func (n *node) signal(sig syscall.Signal) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd != nil && n.cmd.Process != nil {
-		n.cmd.Process.Signal(sig)
-	}
-	switch sig {
-	case syscall.SIGSTOP:
-		n.paused = true
-	case syscall.SIGCONT:
-		n.paused = false
-	}
-}
-
 func (n *node) kill9() {
-	n.signal(syscall.SIGKILL)
-	n.waitExit(10 * time.Second)
+	n.Signal(syscall.SIGKILL)
+	n.WaitExit(10 * time.Second)
 }
 
 // stop shuts the node down cleanly (SIGTERM), or kills it after 20 s.
 func (n *node) stop() {
-	n.signal(syscall.SIGCONT)
-	n.signal(syscall.SIGTERM)
-	if !n.waitExit(20 * time.Second) {
+	n.Signal(syscall.SIGCONT)
+	n.Signal(syscall.SIGTERM)
+	if !n.WaitExit(20 * time.Second) {
 		n.kill9()
 	}
-}
-
-func (n *node) pause()  { n.signal(syscall.SIGSTOP) }
-func (n *node) resume() { n.signal(syscall.SIGCONT) }
-
-func (n *node) waitExit(d time.Duration) bool {
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
-	if exited == nil {
-		return true
-	}
-	select {
-	case <-exited:
-		return true
-	case <-time.After(d):
-		return false
-	}
-}
-
-func (n *node) running() bool {
-	n.mu.Lock()
-	exited := n.exited
-	n.mu.Unlock()
-	if exited == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
-	}
-}
-
-// up: running and not paused, so it can answer.
-func (n *node) up() bool {
-	n.mu.Lock()
-	paused := n.paused
-	n.mu.Unlock()
-	return !paused && n.running()
 }
 
 func (c *cluster) stop() {
@@ -336,7 +267,7 @@ func (c *cluster) seeds() []string {
 func (c *cluster) upSeeds() []string {
 	var out []string
 	for _, n := range c.nodes {
-		if n.up() {
+		if n.Serving() {
 			out = append(out, n.clientAddr)
 		}
 	}
@@ -362,12 +293,12 @@ func (c *cluster) waitServing(d time.Duration) error {
 	return waitFor(d, "brokers serving", func() error {
 		want := 0
 		for _, n := range c.nodes {
-			if n.up() {
+			if n.Serving() {
 				want++
 			}
 		}
 		for _, n := range c.nodes {
-			if !n.up() {
+			if !n.Serving() {
 				continue
 			}
 			resp, err := ask(n, kmsg.NewPtrMetadataRequest(), 3*time.Second)
@@ -395,7 +326,7 @@ type partitionState struct {
 func (c *cluster) describe(topic string) (map[int32]partitionState, error) {
 	var errs []error
 	for _, n := range c.nodes {
-		if !n.up() {
+		if !n.Serving() {
 			continue
 		}
 		req := kmsg.NewPtrMetadataRequest()
@@ -422,7 +353,7 @@ func (c *cluster) describe(topic string) (map[int32]partitionState, error) {
 // activeController asks the brokers which node is the active controller.
 func (c *cluster) activeController() (int32, error) {
 	for _, n := range c.nodes {
-		if !n.up() {
+		if !n.Serving() {
 			continue
 		}
 		req := kmsg.NewPtrDescribeClusterRequest()
@@ -443,7 +374,7 @@ func (c *cluster) activeController() (int32, error) {
 // partition of topic has a leader and a full ISR on every broker's view.
 func (c *cluster) waitHealthy(topic string, partitions int32, rf int, d time.Duration) error {
 	for _, n := range c.all() {
-		n.resume()
+		n.Resume()
 		if err := n.start(); err != nil {
 			return err
 		}

@@ -195,7 +195,7 @@ func TestHostileClients(t *testing.T) {
 		if err != nil {
 			t.Errorf("%s: %v", a.name, err)
 		}
-		if !n.running() {
+		if !n.Running() {
 			t.Fatalf("the broker exited during %s", a.name)
 		}
 		// The canary must keep going: five more values acknowledged.
@@ -428,13 +428,7 @@ func slowReader(addr string) (string, error) {
 
 // rssMiB is the resident memory of the node's process (0 if unknown).
 func rssMiB(n *node) int {
-	n.mu.Lock()
-	pid := 0
-	if n.cmd != nil && n.cmd.Process != nil {
-		pid = n.cmd.Process.Pid
-	}
-	n.mu.Unlock()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", n.Pid()))
 	if err != nil {
 		return 0
 	}

@@ -101,8 +101,8 @@ func killController(e *env, _ Step) (fault, error) {
 
 func pauseRandom(e *env, s Step) (fault, error) {
 	n := e.c.nodes[s.Pick%uint64(len(e.c.nodes))]
-	n.pause()
-	return fault{fmt.Sprintf("SIGSTOP node %d for %v", n.id, s.Hold.Round(time.Millisecond)), func() error { n.resume(); return nil }}, nil
+	n.Pause()
+	return fault{fmt.Sprintf("SIGSTOP node %d for %v", n.id, s.Hold.Round(time.Millisecond)), func() error { n.Resume(); return nil }}, nil
 }
 
 func (e *env) lab() (*netLab, error) {
@@ -234,7 +234,7 @@ func staleElection(e *env, s Step) (fault, error) {
 		return fault{}, fmt.Errorf("partition %d: followers %v", p, followers)
 	}
 	stale := e.c.node(followers[(s.Pick>>32)%2])
-	stale.pause()
+	stale.Pause()
 	err = waitFor(20*time.Second, "the paused follower to leave the ISR", func() error {
 		cur, err := e.c.describe(e.topic)
 		if err != nil {
@@ -246,7 +246,7 @@ func staleElection(e *env, s Step) (fault, error) {
 		return nil
 	})
 	if err != nil {
-		stale.resume()
+		stale.Resume()
 		return fault{}, err
 	}
 	var killed []*node
@@ -257,7 +257,7 @@ func staleElection(e *env, s Step) (fault, error) {
 			killed = append(killed, n)
 		}
 	}
-	stale.resume()
+	stale.Resume()
 	return fault{fmt.Sprintf("node %d stale (paused out of the ISR of partition %d), in-sync %d and %d killed, stale resumed",
 		stale.id, p, killed[0].id, killed[1].id),
 		func() error {
@@ -285,13 +285,13 @@ func laggingLeaderKill(e *env, s Step) (fault, error) {
 		}
 	}
 	for _, f := range followers {
-		f.pause()
+		f.Pause()
 	}
 	time.Sleep(time.Second)
 	leader := e.c.node(st.leader)
 	leader.kill9()
 	for _, f := range followers {
-		f.resume()
+		f.Resume()
 	}
 	return fault{fmt.Sprintf("followers of partition %d paused 1 s, leader %d killed, followers resumed", p, leader.id), leader.start}, nil
 }
@@ -337,7 +337,7 @@ func (e *env) healAll() error {
 		errs = append(errs, e.c.lab.heal(), e.c.lab.unslow())
 	}
 	for _, n := range e.c.all() {
-		n.resume()
+		n.Resume()
 		errs = append(errs, n.start())
 	}
 	return errors.Join(errs...)

@@ -40,16 +40,16 @@ func TestReproEmptyEpochLivelock(t *testing.T) {
 	}
 
 	// 1. r1 leads at a new epoch and appends nothing (no producer runs).
-	c.node(r0).pause()
+	c.node(r0).Pause()
 	st1 := c.waitLeader(t, topic, func(s partitionState) bool { return s.leader == r1 })
-	c.node(r0).resume()
+	c.node(r0).Resume()
 	must(t, c.waitHealthy(topic, 1, 3, 60*time.Second), fmt.Sprintf("node %d back in the ISR", r0))
 	t.Logf("node %d led at epoch %d without an append", r1, st1.epoch)
 
 	// 2. r1 loses the leadership to r0, which never had that epoch.
-	c.node(r1).pause()
+	c.node(r1).Pause()
 	st2 := c.waitLeader(t, topic, func(s partitionState) bool { return s.leader == r0 && s.epoch > st1.epoch })
-	c.node(r1).resume()
+	c.node(r1).Resume()
 	t.Logf("node %d leads at epoch %d; node %d resumed and follows it", r0, st2.epoch, r1)
 
 	// 3. r1 should catch up (nothing to fetch even) and rejoin the ISR.

@@ -272,7 +272,7 @@ func TestDiskFull(t *testing.T) {
 			t.Fatalf("produce on a full disk: code %v, err %v (want an error code)", kerr.ErrorForCode(code2), err)
 		}
 	}
-	if !n.running() {
+	if !n.Running() {
 		t.Fatal("the broker exited on a full disk")
 	}
 	got, err := readValues(c.seeds(), topic, 1, 30*time.Second)
