@@ -102,7 +102,7 @@ func (c *cluster) waitPartition(topic string, p int32, d time.Duration, what str
 
 func (c *cluster) node(id int32) *node { return c.nodes[id-1] }
 
-// liveSeeds lists the client addresses of the running nodes.
+// runningSeeds lists the client addresses of the running nodes.
 func (c *cluster) runningSeeds() []string {
 	var out []string
 	for _, n := range c.nodes {
