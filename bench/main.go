@@ -42,11 +42,12 @@ func main() {
 		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 		brokers := fs.Int("brokers", 1, "number of brokers")
 		dir := fs.String("dir", "", "data directory (null broker)")
+		perReplica := fs.Bool("per-replica", false, "null broker: write each batch once per replica of its topic (target null-rf)")
 		fs.Parse(args)
 		if cmd == "serve-kfake" {
 			err = serveKfake(ctx, *brokers)
 		} else {
-			err = serveNull(ctx, *brokers, *dir)
+			err = serveNull(ctx, *brokers, *dir, *perReplica)
 		}
 	default:
 		usage()
@@ -110,7 +111,7 @@ func suiteCmd(ctx context.Context, args []string) error {
 	fs.Int64Var(&cfg.W3Records, "w3-records", 1_000_000, "records w3 reads from the start of w2's topic (topped up, unmeasured, when w2 wrote fewer)")
 	fs.StringVar(&cfg.Note, "note", "", "a note for the report header (e.g. the commit built)")
 	fs.BoolVar(&cfg.WarmMemory, "warm-memory", true, "write and delete a file the size of available memory first, so no target pays the VM's first touch of memory")
-	targets := fs.String("targets", "kbroker,kfake,null", "targets, in alternation order")
+	targets := fs.String("targets", "kbroker,kfake,null,null-rf", "targets, in alternation order (also: kbroker-b; null-rf runs w2 only)")
 	wls := fs.String("workloads", "w1,w2,w4,restart", "w1, w2 (w3 runs after it), w4, restart")
 	fs.Parse(args)
 	for _, t := range strings.Split(*targets, ",") {

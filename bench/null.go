@@ -8,6 +8,11 @@ package main
 // asks), Fetch (reads batches back from the file up to the log end, with a
 // long poll woken by appends) and ListOffsets. It validates nothing,
 // replicates nothing and forgets everything when it exits.
+//
+// With perReplica set (target null-rf) it also writes every batch to one more
+// file per further replica of the topic, and does nothing else more: the
+// page-cache writes that replication costs any broker on this machine, which
+// on a VM that charges for fresh pages are most of a broker's CPU.
 
 import (
 	"bufio"
@@ -44,8 +49,9 @@ var nullVersions = []kmsg.ApiVersionsResponseApiKey{
 }
 
 type nullBroker struct {
-	dir   string
-	addrs []*net.TCPAddr // index = node id
+	dir        string
+	addrs      []*net.TCPAddr // index = node id
+	perReplica bool           // write each batch once per replica (null-rf)
 
 	mu     sync.Mutex // guards topics
 	topics map[string]*nullTopic
@@ -61,7 +67,8 @@ type nullTopic struct {
 
 // nullPartition is one partition's log: a file of batches and their offsets.
 type nullPartition struct {
-	f *os.File
+	f        *os.File
+	replicas []*os.File // null-rf: the further replicas' copies, written only
 
 	mu      sync.Mutex // guards the following
 	next    int64      // log end offset
@@ -77,8 +84,8 @@ type nullBatch struct {
 }
 
 // runNull serves until ctx ends. listeners are "host:port" (port 0 picks).
-func runNull(ctx context.Context, dir string, listeners []string, ready func([]string)) error {
-	nb := &nullBroker{dir: dir, topics: map[string]*nullTopic{}}
+func runNull(ctx context.Context, dir string, perReplica bool, listeners []string, ready func([]string)) error {
+	nb := &nullBroker{dir: dir, perReplica: perReplica, topics: map[string]*nullTopic{}}
 	var ls []net.Listener
 	for _, a := range listeners {
 		l, err := net.Listen("tcp", a)
@@ -318,7 +325,15 @@ func (nb *nullBroker) newTopic(name string, n, rf int) (*nullTopic, error) {
 		if err != nil {
 			return nil, err
 		}
-		t.parts = append(t.parts, &nullPartition{f: f})
+		p := &nullPartition{f: f}
+		for r := 1; nb.perReplica && r < rf; r++ {
+			rfile, err := os.Create(filepath.Join(nb.dir, fmt.Sprintf("%s-%d.replica-%d.log", name, i, r)))
+			if err != nil {
+				return nil, err
+			}
+			p.replicas = append(p.replicas, rfile)
+		}
+		t.parts = append(t.parts, p)
 	}
 	return t, nil
 }
@@ -369,6 +384,11 @@ func (p *nullPartition) append(records []byte) (int64, error) {
 	}
 	if _, err := p.f.Write(records); err != nil {
 		return 0, err
+	}
+	for _, f := range p.replicas {
+		if _, err := f.Write(records); err != nil {
+			return 0, err
+		}
 	}
 	p.size = pos
 	for _, w := range p.waiters {

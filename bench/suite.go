@@ -97,7 +97,14 @@ func runSuite(ctx context.Context, cfg suiteConfig) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				s.runGroup(ctx, g, t, rep)
+				group := g
+				if t == kindNullRF { // only w2's replication tells it from null
+					if g[0] != "w2" {
+						continue
+					}
+					group = []string{"w2"}
+				}
+				s.runGroup(ctx, group, t, rep)
 			}
 		}
 	}
@@ -299,6 +306,9 @@ func (s *suite) table() {
 	if has(kindKbroker) && has(kindKbrokerB) {
 		cols = append(cols, "kbroker/kbroker-b")
 	}
+	if has(kindKbroker) && has(kindNullRF) {
+		cols = append(cols, "kbroker/null-rf")
+	}
 	fmt.Fprintf(s.out, "| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
 	for _, w := range []string{"w1", "w2", "w3", "w4"} {
 		if !s.ran(w) {
@@ -314,7 +324,11 @@ func (s *suite) table() {
 			for _, t := range s.cfg.Targets {
 				v, ok := s.median(w, t, m)
 				if !ok {
-					row = append(row, "failed")
+					if s.attempted(w, t) {
+						row = append(row, "failed")
+					} else {
+						row = append(row, "-")
+					}
 					continue
 				}
 				vals[t] = v
@@ -324,7 +338,7 @@ func (s *suite) table() {
 				}
 				row = append(row, cell)
 			}
-			for _, other := range []targetKind{kindKfake, kindNull, kindKbrokerB} {
+			for _, other := range []targetKind{kindKfake, kindNull, kindKbrokerB, kindNullRF} {
 				if has(kindKbroker) && has(other) {
 					row = append(row, ratio(vals, kindKbroker, other))
 				}
@@ -333,6 +347,16 @@ func (s *suite) table() {
 		}
 	}
 	s.failures()
+}
+
+// attempted says whether t ran w at all (null-rf runs only w2).
+func (s *suite) attempted(w string, t targetKind) bool {
+	for _, rr := range s.runs {
+		if rr.Workload == w && rr.Target == t {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *suite) ran(w string) bool {
@@ -406,6 +430,7 @@ func (s *suite) targets() {
 	check("w1 broker CPU per MB <= 1.2x null", "w1", mCPU, kindNull, 1.2, false)
 	check("w2 MB/s >= kfake (3 brokers)", "w2", mMB, kindKfake, 1, true)
 	check("w2 brokers' CPU per MB <= 3x null", "w2", mCPU, kindNull, 3, false)
+	s.replicationFloor()
 	check("w3 MB/s >= 1.5x kfake", "w3", mMB, kindKfake, 1.5, true)
 	check("w4 e2e p99 <= kfake", "w4", mE2E99, kindKfake, 1, false)
 	var worst, worstAnon int64
@@ -427,6 +452,21 @@ func (s *suite) targets() {
 		fmt.Fprintf(s.out, "- w2 each broker's RSS < 300 MiB: largest VmHWM of any broker in any run %s (includes mapped segment pages): %s; "+
 			"largest RssAnon (page cache aside) %s: %s\n", fmtBytes(worst), verdict, fmtBytes(worstAnon), anonVerdict)
 	}
+}
+
+// replicationFloor puts w2's CPU per MB beside null-rf's, the null broker
+// writing every batch once per replica: what three page-cache copies of each
+// byte cost on this machine with no protocol, network or validation work.
+// Context for the 3x-null target, not a target itself.
+func (s *suite) replicationFloor() {
+	k, ok1 := s.median("w2", kindKbroker, mCPU)
+	n, ok2 := s.median("w2", kindNull, mCPU)
+	f, ok3 := s.median("w2", kindNullRF, mCPU)
+	if !ok1 || !ok2 || !ok3 || n == 0 || f == 0 {
+		return
+	}
+	fmt.Fprintf(s.out, "  - context: null-rf (the null broker writing each batch once per replica, nothing else) "+
+		"costs %s ms/MB = %.2fx null; kbroker costs %.2fx null-rf\n", num1(f), f/n, k/f)
 }
 
 func loadAvg() string {

@@ -30,6 +30,9 @@ const (
 	kindKbrokerB targetKind = "kbroker-b"
 	kindKfake    targetKind = "kfake"
 	kindNull     targetKind = "null"
+	// kindNullRF is the null broker writing each batch once per replica:
+	// the page-cache cost of replication alone, for context in w2.
+	kindNullRF targetKind = "null-rf"
 )
 
 // cluster is a running target: n brokers in one or more processes.
@@ -86,7 +89,7 @@ func startCluster(ctx context.Context, o startOpts) (*cluster, error) {
 	switch o.kind {
 	case kindKbroker, kindKbrokerB:
 		return startKbroker(ctx, o)
-	case kindKfake, kindNull:
+	case kindKfake, kindNull, kindNullRF:
 		return startSelf(ctx, o)
 	}
 	return nil, fmt.Errorf("unknown target %q", o.kind)
@@ -275,8 +278,11 @@ func startSelf(ctx context.Context, o startOpts) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub := "serve-" + string(o.kind)
-	cmd := exec.Command(self, sub, fmt.Sprintf("--brokers=%d", o.brokers), "--dir="+o.dir)
+	args := []string{"serve-" + string(o.kind), fmt.Sprintf("--brokers=%d", o.brokers), "--dir=" + o.dir}
+	if o.kind == kindNullRF {
+		args = []string{"serve-null", "--per-replica", fmt.Sprintf("--brokers=%d", o.brokers), "--dir=" + o.dir}
+	}
+	cmd := exec.Command(self, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -336,7 +342,7 @@ func serveKfake(ctx context.Context, brokers int) error {
 }
 
 // serveNull is the serve-null subcommand.
-func serveNull(ctx context.Context, brokers int, dir string) error {
+func serveNull(ctx context.Context, brokers int, dir string, perReplica bool) error {
 	if dir == "" {
 		return errors.New("serve-null needs --dir")
 	}
@@ -344,7 +350,7 @@ func serveNull(ctx context.Context, brokers int, dir string) error {
 	for range brokers {
 		ls = append(ls, "127.0.0.1:0")
 	}
-	return runNull(ctx, dir, ls, func(addrs []string) {
+	return runNull(ctx, dir, perReplica, ls, func(addrs []string) {
 		fmt.Printf("ADDRS %s\n", strings.Join(addrs, ","))
 	})
 }
