@@ -6,6 +6,7 @@
 //	kbench suite --kbroker=bin/kbroker [--pprof-bin=...] ...            the whole comparison (make bench)
 //	kbench serve-kfake --brokers=3                                      a kfake cluster until SIGTERM
 //	kbench serve-null --brokers=3 --dir=/tmp/x                          the null broker until SIGTERM
+//	kbench pagecache --dir=/tmp --mib=256                               CPU per MB of writes into new vs cached pages
 //
 // It is its own Go module (bench/go.mod) so that kfake's dependencies never
 // touch the broker's go.mod.
@@ -38,6 +39,8 @@ func main() {
 		err = loadCmd(ctx, args)
 	case "suite":
 		err = suiteCmd(ctx, args)
+	case "pagecache":
+		err = pagecacheCmd(args)
 	case "serve-kfake", "serve-null":
 		fs := flag.NewFlagSet(cmd, flag.ExitOnError)
 		brokers := fs.Int("brokers", 1, "number of brokers")
@@ -58,7 +61,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: kbench load|suite|serve-kfake|serve-null [flags] (-h for flags)")
+	fmt.Fprintln(os.Stderr, "usage: kbench load|suite|serve-kfake|serve-null|pagecache [flags] (-h for flags)")
 	os.Exit(2)
 }
 
