@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,6 +138,7 @@ func (s *suite) header() {
 	fmt.Fprintf(s.out, "- %d repetitions per target, targets alternated %v; produce workloads run %v each\n",
 		s.cfg.Reps, s.cfg.Targets, s.cfg.Duration)
 	fmt.Fprintf(s.out, "- kbroker binary: %s %s\n", s.cfg.Kbroker, s.cfg.Note)
+	fmt.Fprintf(s.out, "- %s\n", pageReporting())
 	fmt.Fprintf(s.out, "- command: %s\n\n", strings.Join(os.Args, " "))
 }
 
@@ -467,6 +469,27 @@ func (s *suite) replicationFloor() {
 	}
 	fmt.Fprintf(s.out, "  - context: null-rf (the null broker writing each batch once per replica, nothing else) "+
 		"costs %s ms/MB = %.2fx null; kbroker costs %.2fx null-rf\n", num1(f), f/n, k/f)
+}
+
+// pageReporting describes the guest's free page reporting, which decides
+// what page-cache writes cost on a VM (BENCHMARKS.md, "Why w2's CPU per MB
+// misses"): with it on, memory freed a few seconds ago is handed back to the
+// host and each new page costs a host fault when touched again.
+func pageReporting() string {
+	b, err := os.ReadFile("/sys/module/page_reporting/parameters/page_reporting_order")
+	if err != nil {
+		return "free page reporting: not present (no page_reporting module parameters)"
+	}
+	order, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return "free page reporting: unreadable order " + strings.TrimSpace(string(b))
+	}
+	// Blocks above the buddy allocator's largest order (10) never exist, so
+	// an order above it reports nothing.
+	if order > 10 {
+		return fmt.Sprintf("free page reporting: off (page_reporting_order=%d): freed memory stays with this VM", order)
+	}
+	return fmt.Sprintf("free page reporting: on (page_reporting_order=%d): freed memory goes back to the host, new page-cache pages cost a host fault", order)
 }
 
 func loadAvg() string {
