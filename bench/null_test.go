@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -69,7 +70,7 @@ func TestNullRFWritesEachBatchOncePerReplica(t *testing.T) {
 	addrs := startNullForTest(t, dir, 3, true)
 	produceForTest(t, addrs, "rf3", 3)
 	for p := range 2 {
-		main, err := os.ReadFile(filepath.Join(dir, "rf3-"+string(rune('0'+p))+".log"))
+		main, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rf3-%d.log", p)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestNullRFWritesEachBatchOncePerReplica(t *testing.T) {
 			t.Fatalf("partition %d: no bytes written", p)
 		}
 		for r := 1; r < 3; r++ {
-			name := filepath.Join(dir, "rf3-"+string(rune('0'+p))+".replica-"+string(rune('0'+r))+".log")
+			name := filepath.Join(dir, fmt.Sprintf("rf3-%d.replica-%d.log", p, r))
 			got, err := os.ReadFile(name)
 			if err != nil {
 				t.Fatal(err)

@@ -50,8 +50,7 @@ func pagecacheCmd(args []string) error {
 // pagecacheMeasure writes total bytes in chunk-sized writes to a new file,
 // then again over it, and returns the CPU per MB (10^6 bytes) of each pass.
 func pagecacheMeasure(name string, chunk, total int) (fresh, over float64, err error) {
-	os.Remove(name)
-	f, err := os.Create(name)
+	f, err := os.Create(name) // truncates what an interrupted run left
 	if err != nil {
 		return 0, 0, err
 	}

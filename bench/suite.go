@@ -353,21 +353,11 @@ func (s *suite) table() {
 
 // attempted says whether t ran w at all (null-rf runs only w2).
 func (s *suite) attempted(w string, t targetKind) bool {
-	for _, rr := range s.runs {
-		if rr.Workload == w && rr.Target == t {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.runs, func(rr runRecord) bool { return rr.Workload == w && rr.Target == t })
 }
 
 func (s *suite) ran(w string) bool {
-	for _, rr := range s.runs {
-		if rr.Workload == w {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.runs, func(rr runRecord) bool { return rr.Workload == w })
 }
 
 func (s *suite) failures() {
