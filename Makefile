@@ -32,8 +32,11 @@ test: vet unit fuzz chaos-short
 vet:
 	$(GO) vet $(PKGS)
 
+# The second line is the produce path's parse-once check, which needs the
+# record package's parse counter (build tag recordcount).
 unit: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 9m $(PKGS)
+	$(GO) test -race -tags recordcount -run '^TestProduceParsesBatchOnce$$' ./broker/
 
 # Compat tests only, against a live cluster: make compat KBROKER_SEEDS=host:port,...
 compat: build
@@ -72,7 +75,7 @@ BENCH_FLAGS    ?=
 bench: bench-go bench-load
 
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem ./storage/ ./protocol/ ./broker/
+	$(GO) test -run '^$$' -bench . -benchmem ./record/ ./storage/ ./protocol/ ./broker/
 
 bench-tools: build
 	cd bench && $(GO) build -o ../bin/kbench .
