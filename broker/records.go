@@ -17,7 +17,8 @@ import (
 // record's.
 
 // encodeRecords builds one batch of key/value records (a nil value is a
-// tombstone) stamped with timestamp ts (ms).
+// tombstone) stamped with timestamp ts (ms). records is not empty (the
+// group coordinator writes nothing otherwise).
 func encodeRecords(records []group.Record, ts int64) record.Batch {
 	var raw []byte
 	for i, r := range records {

@@ -393,6 +393,11 @@ func (l *Log) AppendAsLeader(batches []record.Batch, leaderEpoch int32, opt Appe
 	if len(batches) == 0 {
 		return AppendInfo{}, fmt.Errorf("%w: no batches", record.ErrCorruptBatch)
 	}
+	for i := range batches {
+		if len(batches[i].Bytes()) == 0 { // the zero Batch: a caller's bug, not data
+			return AppendInfo{}, fmt.Errorf("%w: batch %d was neither parsed nor built", record.ErrCorruptBatch, i)
+		}
+	}
 	info, flush, err := l.appendAsLeader(batches, leaderEpoch, opt)
 	if err == nil && flush {
 		err = l.Flush()

@@ -201,6 +201,9 @@ func TestAppendValidation(t *testing.T) {
 	if _, err := l.AppendAsLeader(nil, 0, AppendOptions{}); !errors.Is(err, record.ErrCorruptBatch) {
 		t.Fatalf("empty input: %v", err)
 	}
+	if _, err := l.AppendAsLeader(make([]record.Batch, 1), 0, AppendOptions{}); !errors.Is(err, record.ErrCorruptBatch) {
+		t.Fatalf("zero Batch: %v", err)
+	}
 	if l.LogEndOffset() != 0 || l.Size() != 0 {
 		t.Fatalf("something was written: LEO %d size %d", l.LogEndOffset(), l.Size())
 	}
