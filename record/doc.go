@@ -76,9 +76,12 @@
 //     magic 2, lastOffsetDelta not negative; VerifiedBatches and Validate
 //     check the CRC too. Records are decoded only on request (Records,
 //     Batch.Records), strictly as Kafka does.
-//   - Decompression is bounded (256 MiB per batch). Every error wraps one
-//     of the sentinels below; nothing panics on any input (see the fuzz
-//     targets and their corpora in testdata/fuzz).
+//   - Decompression is bounded (256 MiB per batch). Every error of parsing,
+//     framing, validation and decoding wraps one of the sentinels
+//     (errors.go); Decompress and Compressor.Compress return the codec's own
+//     errors, which the record iterator wraps in ErrCorruptBatch. Nothing
+//     panics on any input (see the fuzz targets and their corpora in
+//     testdata/fuzz).
 //   - Everything is safe for concurrent use on distinct buffers, except a
 //     Compressor, which belongs to one goroutine.
 package record
