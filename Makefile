@@ -5,8 +5,12 @@ PKGS    := ./...
 # Fuzz budgets are execution counts, about 5 s each here: a duration
 # (-fuzztime 5s) trips Go 1.26's fuzz coordinator race at the deadline
 # (golang/go#75804: "context deadline exceeded" with no crasher).
+# The three record-format targets share the budget the one storage target
+# had (about 5 s together).
 FUZZ_PARSE    ?= 80000x
 FUZZ_BATCHES  ?= 50000x
+FUZZ_RECORDS  ?= 20000x
+FUZZ_CONTROL  ?= 20000x
 FUZZ_DISPATCH ?= 8000x
 
 .PHONY: all build run test unit compat fuzz vet bench bench-go bench-tools bench-load bench-quick cluster cluster-stop clean chaos chaos-short
@@ -28,8 +32,11 @@ test: vet unit fuzz chaos-short
 vet:
 	$(GO) vet $(PKGS)
 
+# The second line is the produce path's parse-once check, which needs the
+# record package's parse counter (build tag recordcount).
 unit: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 9m $(PKGS)
+	$(GO) test -race -tags recordcount -run '^TestProduceParsesBatchOnce$$' ./broker/
 
 # Compat tests only, against a live cluster: make compat KBROKER_SEEDS=host:port,...
 compat: build
@@ -49,7 +56,9 @@ chaos-short: build
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZ_PARSE) ./protocol/
-	$(GO) test -run '^$$' -fuzz '^FuzzBatches$$' -fuzztime $(FUZZ_BATCHES) ./storage/
+	$(GO) test -run '^$$' -fuzz '^FuzzBatches$$' -fuzztime $(FUZZ_BATCHES) ./record/
+	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZ_RECORDS) ./record/
+	$(GO) test -run '^$$' -fuzz '^FuzzControl$$' -fuzztime $(FUZZ_CONTROL) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) ./broker/
 
 # Benchmarks (issue 8; not part of make test). make bench runs both halves:
@@ -66,7 +75,7 @@ BENCH_FLAGS    ?=
 bench: bench-go bench-load
 
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem ./storage/ ./protocol/ ./broker/
+	$(GO) test -run '^$$' -bench . -benchmem ./record/ ./storage/ ./protocol/ ./broker/
 
 bench-tools: build
 	cd bench && $(GO) build -o ../bin/kbench .

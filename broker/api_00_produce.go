@@ -5,10 +5,14 @@ package broker
 //
 // Per partition: the topic must exist and this broker must lead the
 // partition (NOT_LEADER_OR_FOLLOWER otherwise, with the current leader in v10+
-// answers); the records must be exactly one v2 batch (INVALID_RECORD), with a
-// valid CRC (CORRUPT_MESSAGE) and within max.message.bytes (MESSAGE_TOO_LARGE).
-// The batch header is all we read: no record is decoded and nothing is
-// re-encoded. Idempotent producers are checked against the partition's
+// answers); the records must be within max.message.bytes (MESSAGE_TOO_LARGE)
+// and exactly one v2 batch (INVALID_RECORD, UNSUPPORTED_FOR_MESSAGE_FORMAT),
+// with a valid CRC (CORRUPT_MESSAGE) and recordCount == lastOffsetDelta+1
+// (INVALID_RECORD). The batch is parsed once, here (record.ParseProduce), and
+// the parsed record.Batch travels down through replication to the log, which
+// does not parse it again. Records are decoded only for compacted topics (a
+// keyless record is INVALID_RECORD); nothing is re-encoded. Idempotent
+// producers are checked against the partition's
 // producer state: a duplicate is answered with the original offsets, a gap
 // with OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch with INVALID_PRODUCER_EPOCH.
 //
@@ -31,6 +35,7 @@ import (
 
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
 )
@@ -112,32 +117,17 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 		pr.ErrorCode = kerr.NotLeaderForPartition.Code
 		return nil, 0
 	}
-	if code, msg := validateProduceRecords(rp.Records, tc.MaxMessageBytes); code != 0 {
-		pr.ErrorCode = code
-		pr.ErrorMessage = &msg
+	batch, code, msg := validateProduceRecords(rp.Records, b.now().UnixMilli(), tc)
+	if code != 0 {
+		pr.ErrorCode, pr.ErrorMessage = code, &msg
 		return nil, 0
-	}
-	if tc.Compact() {
-		// Keys are decoded only for compacted topics: a record without a key
-		// could never be compacted away (Kafka: INVALID_RECORD).
-		if err := storage.CheckKeyedRecords(rp.Records); err != nil {
-			msg := err.Error()
-			pr.ErrorCode, pr.ErrorMessage = errorCode(err), &msg
-			return nil, 0
-		}
-	}
-	if tc.MessageTimestampType != "LogAppendTime" {
-		if code, msg := validateTimestamps(rp.Records, b.now().UnixMilli(), tc); code != 0 {
-			pr.ErrorCode, pr.ErrorMessage = code, &msg
-			return nil, 0
-		}
 	}
 	opts := storage.AppendOptions{}
 	if tc.MessageTimestampType == "LogAppendTime" {
 		opts.LogAppendTime = true
 		opts.Now = b.now()
 	}
-	info, err := part.AppendAsLeader(rp.Records, acks, opts)
+	info, err := part.AppendAsLeader([]record.Batch{batch}, acks, opts)
 	var dup *storage.DuplicateBatchError
 	switch {
 	case errors.As(err, &dup):
@@ -167,28 +157,47 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 	return part, info.LastOffset
 }
 
-// validateProduceRecords checks what Kafka checks before an append, from the
-// batch header alone: one v2 batch within the size limit.
-func validateProduceRecords(records []byte, maxMessageBytes int32) (int16, string) {
+// validateProduceRecords checks what Kafka checks before an append and
+// returns the batch, parsed once: size against max.message.bytes, the batch
+// itself (record.ParseProduce), keys on compacted topics, timestamps of
+// CreateTime topics.
+func validateProduceRecords(records []byte, now int64, tc config.TopicConfig) (record.Batch, int16, string) {
 	if len(records) == 0 {
-		return kerr.InvalidRecord.Code, "produce request has no records"
+		return record.Batch{}, kerr.InvalidRecord.Code, "produce request has no records"
 	}
-	if len(records) > int(maxMessageBytes) {
-		return kerr.MessageTooLarge.Code, "record batch is larger than max.message.bytes"
+	if len(records) > int(tc.MaxMessageBytes) {
+		return record.Batch{}, kerr.MessageTooLarge.Code, "record batch is larger than max.message.bytes"
 	}
-	h, err := storage.ParseBatchHeader(records)
+	batch, err := record.ParseProduce(records)
+	if err == nil && tc.Compact() {
+		err = checkKeyed(batch)
+	}
 	if err != nil {
-		if errors.Is(err, storage.ErrUnsupportedMagic) {
-			return kerr.UnsupportedForMessageFormat.Code, "only record batch format v2 (magic 2) is supported"
+		return record.Batch{}, errorCode(err), err.Error()
+	}
+	if tc.MessageTimestampType != "LogAppendTime" {
+		if code, msg := validateTimestamps(batch.Header(), now, tc); code != 0 {
+			return record.Batch{}, code, msg
 		}
-		return kerr.CorruptMessage.Code, err.Error()
 	}
-	if h.Size() != len(records) {
-		return kerr.InvalidRecord.Code, "produce requests v3+ must contain exactly one record batch"
+	return batch, 0, ""
+}
+
+// checkKeyed refuses a record without a key for a compacted topic: it could
+// never be compacted away (Kafka: INVALID_RECORD). Records that do not
+// decode are CORRUPT_MESSAGE (record.ErrCorruptBatch).
+func checkKeyed(b record.Batch) error {
+	it, err := b.Records()
+	if err != nil {
+		return err
 	}
-	// The CRC and the record count are checked once, by the log, as it
-	// appends (CORRUPT_MESSAGE / INVALID_RECORD through errorCode).
-	return 0, ""
+	for it.Next() {
+		if r := it.Record(); r.Key == nil {
+			return fmt.Errorf("%w: compacted topic cannot accept a record without key (batch offset delta %d)",
+				record.ErrInvalidRecord, r.OffsetDelta)
+		}
+	}
+	return it.Err()
 }
 
 // setCurrentLeader tells the client where the partition moved (KIP-951).
@@ -236,11 +245,7 @@ func fillProduceErrors(resp *kmsg.ProduceResponse, r *kmsg.ProduceRequest, code 
 // future, the first record's timestamp not more than before.max in the past.
 // (Kafka checks every record; a producer's records within one batch are in
 // time order, so the header's bounds are what matter in practice.)
-func validateTimestamps(records []byte, now int64, tc config.TopicConfig) (int16, string) {
-	h, err := storage.ParseBatchHeader(records)
-	if err != nil {
-		return 0, "" // validateProduceRecords has already refused it
-	}
+func validateTimestamps(h record.BatchHeader, now int64, tc config.TopicConfig) (int16, string) {
 	if tc.MessageTimestampAfterMaxMs < math.MaxInt64-now && h.MaxTimestamp > now+tc.MessageTimestampAfterMaxMs {
 		return kerr.InvalidTimestamp.Code, fmt.Sprintf("timestamp %d is more than message.timestamp.after.max.ms=%d ahead of the broker's time %d",
 			h.MaxTimestamp, tc.MessageTimestampAfterMaxMs, now)

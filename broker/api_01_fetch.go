@@ -29,8 +29,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/replication"
-	"github.com/kbroker/kbroker/storage"
 )
 
 // fetchRead is one pass over a fetch request's partitions.
@@ -269,7 +269,7 @@ func (b *Broker) fetchCurrentLeader(view *metadataView, leader, epoch int32, op 
 // topic's out counters.
 func (b *Broker) countFetched(topic string, data []byte) {
 	var records int64
-	it := storage.Batches(data)
+	it := record.Batches(data)
 	for it.Next() {
 		records += int64(it.Header().RecordCount)
 	}

@@ -5,11 +5,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/storage"
 )
 
 // errorCode maps an error from the layers below to the Kafka error code a
-// client gets. Kafka errors (kerr) pass through; storage errors map as Kafka
+// client gets. Kafka errors (kerr) pass through; storage and record errors map as Kafka
 // maps its own exceptions; anything else is UNKNOWN_SERVER_ERROR.
 func errorCode(err error) int16 {
 	if err == nil {
@@ -26,11 +27,11 @@ func errorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, storage.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
-	case errors.Is(err, storage.ErrCorruptBatch), errors.Is(err, storage.ErrTruncatedBatch), errors.Is(err, storage.ErrZeroedBatch):
+	case errors.Is(err, record.ErrCorruptBatch), errors.Is(err, record.ErrTruncatedBatch), errors.Is(err, record.ErrZeroedBatch):
 		return kerr.CorruptMessage.Code
-	case errors.Is(err, storage.ErrInvalidRecord):
+	case errors.Is(err, record.ErrInvalidRecord):
 		return kerr.InvalidRecord.Code
-	case errors.Is(err, storage.ErrUnsupportedMagic):
+	case errors.Is(err, record.ErrUnsupportedMagic):
 		return kerr.UnsupportedForMessageFormat.Code
 	case errors.Is(err, storage.ErrRecordBatchTooLarge):
 		return kerr.RecordListTooLarge.Code

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/broker/group"
+	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/replication/controller"
 	"github.com/kbroker/kbroker/storage"
@@ -180,7 +181,7 @@ type offsetsStore struct {
 const appendTimeout = 5 * time.Second
 
 func (s offsetsStore) Append(ctx context.Context, records []group.Record) error {
-	info, err := s.p.AppendAsLeader(encodeRecords(records, s.now().UnixMilli()), -1, storage.AppendOptions{})
+	info, err := s.p.AppendAsLeader([]record.Batch{encodeRecords(records, s.now().UnixMilli())}, -1, storage.AppendOptions{})
 	if err != nil {
 		return err
 	}

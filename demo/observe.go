@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // partitionState is what Metadata says of a partition.
@@ -168,7 +169,7 @@ func logEndOffset(dir string) (int64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	var hdr [batchHeaderSize]byte
+	var hdr [record.BatchHeaderSize]byte
 	for pos := int64(0); ; {
 		if _, err := f.ReadAt(hdr[:], pos); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -176,18 +177,14 @@ func logEndOffset(dir string) (int64, error) {
 			}
 			return 0, err
 		}
-		length := int64(int32(binary.BigEndian.Uint32(hdr[8:])))
-		if hdr[16] != 2 || length < batchHeaderSize-12 {
+		h, _ := record.ParseBatchHeader(hdr[:])
+		if h.Magic != record.Magic || h.Size() < record.BatchHeaderSize {
 			return end, nil
 		}
-		base := int64(binary.BigEndian.Uint64(hdr[0:]))
-		end = base + int64(int32(binary.BigEndian.Uint32(hdr[23:]))) + 1
-		pos += 12 + length
+		end = h.NextOffset()
+		pos += int64(h.Size())
 	}
 }
-
-// batchHeaderSize is the size of a v2 record batch header.
-const batchHeaderSize = 61
 
 // offsets describes the partition's high watermark and each replica's log
 // end offset: "HW 10; log end offsets: node 1 60 (leader), node 2 10 (paused), node 3 10".

@@ -3,16 +3,16 @@ package demo
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // values returns n record values "prefix-000", "prefix-001", ...
@@ -122,26 +122,14 @@ func (c *cluster) rawProduce(ctx context.Context, topic string, leader int32, ac
 func encodeBatch(timestamp int64, vals []string) []byte {
 	var records []byte
 	for i, v := range vals {
-		r := kmsg.Record{OffsetDelta: int32(i), Value: []byte(v)}
-		r.Length = int32(len(r.AppendTo(nil)) - 1) // the length itself, varint 0, took one byte
-		records = r.AppendTo(records)
+		records = record.AppendRecord(records, &record.Record{OffsetDelta: int32(i), Value: []byte(v)})
 	}
-	batch := kmsg.RecordBatch{
-		Length:               int32(batchHeaderSize - 12 + len(records)),
-		PartitionLeaderEpoch: -1,
-		Magic:                2,
-		LastOffsetDelta:      int32(len(vals) - 1),
-		FirstTimestamp:       timestamp,
-		MaxTimestamp:         timestamp,
-		ProducerID:           -1,
-		ProducerEpoch:        -1,
-		FirstSequence:        -1,
-		NumRecords:           int32(len(vals)),
-		Records:              records,
-	}
-	b := batch.AppendTo(nil)
-	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	b := record.NewBatch(record.BatchHeader{
+		PartitionLeaderEpoch: -1, LastOffsetDelta: int32(len(vals) - 1),
+		BaseTimestamp: timestamp, MaxTimestamp: timestamp,
+		ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, RecordCount: int32(len(vals)),
+	}, records)
+	return b.Bytes()
 }
 
 // readBack waits until the leader's high watermark has reached its log end

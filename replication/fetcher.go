@@ -2,7 +2,6 @@ package replication
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/record"
 )
 
 // FetcherOptions tune replica fetchers (Kafka's replica.fetch.* configs).
@@ -279,7 +279,7 @@ func (f *fetcher) handlePartition(s sent, rp *kmsg.FetchResponseTopicPartition) 
 	if rp.DivergingEpoch.EndOffset >= 0 {
 		return f.truncate(s, EpochEndOffset{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
 	}
-	batches := wholeBatches(rp.RecordBatches)
+	batches := record.WholeBatches(rp.RecordBatches)
 	return s.p.AppendAsFollower(s.state.LeaderEpoch, batches, rp.HighWatermark, rp.LogStartOffset)
 }
 
@@ -363,18 +363,4 @@ const metadataLagBackoff = 50 * time.Millisecond
 func metadataLag(err error) bool {
 	return errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.NotLeaderForPartition) ||
 		errors.Is(err, kerr.UnknownTopicOrPartition)
-}
-
-// wholeBatches drops a trailing partial batch (a leader may cut a response at
-// its byte limit in the middle of a batch).
-func wholeBatches(b []byte) []byte {
-	n := 0
-	for len(b)-n >= 12 {
-		size := int(int32(binary.BigEndian.Uint32(b[n+8:]))) + 12
-		if size < 12 || n+size > len(b) {
-			break
-		}
-		n += size
-	}
-	return b[:n]
 }

@@ -8,13 +8,15 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/storage"
 )
 
-// AppendAsLeader appends a produce request's batches. With acks=-1 it refuses
-// with NOT_ENOUGH_REPLICAS, before appending, when the ISR is smaller than
-// min.insync.replicas (Kafka checks the committed ISR).
-func (p *Partition) AppendAsLeader(batches []byte, acks int16, opts storage.AppendOptions) (storage.AppendInfo, error) {
+// AppendAsLeader appends a produce request's batches, parsed and validated
+// by the broker (record.ParseProduce): they reach the log as they are. With
+// acks=-1 it refuses with NOT_ENOUGH_REPLICAS, before appending, when the ISR
+// is smaller than min.insync.replicas (Kafka checks the committed ISR).
+func (p *Partition) AppendAsLeader(batches []record.Batch, acks int16, opts storage.AppendOptions) (storage.AppendInfo, error) {
 	p.mu.RLock()
 	if p.role != RoleLeader {
 		p.mu.RUnlock()

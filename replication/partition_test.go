@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -65,7 +66,7 @@ func (r *testReplica) lastProposal() (AlterISR, bool) {
 }
 
 // batch builds a v2 record batch of n records (no producer id).
-func batch(n int) []byte {
+func batch(n int) []record.Batch {
 	var records []byte
 	for i := range n {
 		// length, attributes, timestamp delta, offset delta, key -1, value "v", 0 headers
@@ -85,7 +86,11 @@ func batch(n int) []byte {
 	binary.BigEndian.PutUint32(b[57:], uint32(n))
 	b = append(b, records...)
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
-	return b
+	pb, err := record.ParseProduce(b)
+	if err != nil {
+		panic(err)
+	}
+	return []record.Batch{pb}
 }
 
 func leaderState(epoch, partitionEpoch int32, isr ...int32) PartitionState {

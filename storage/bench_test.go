@@ -5,6 +5,8 @@ import (
 	"math"
 	"path/filepath"
 	"testing"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 func benchLog(b *testing.B) *Log {
@@ -29,7 +31,12 @@ func BenchmarkAppend(b *testing.B) {
 			b.SetBytes(int64(len(batch)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := l.AppendAsLeader(batch, 0, AppendOptions{}); err != nil {
+				// Parsed per append, as the broker does per produce.
+				pb, err := record.ParseProduce(batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := l.AppendAsLeader([]record.Batch{pb}, 0, AppendOptions{}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -42,7 +49,7 @@ func BenchmarkRead(b *testing.B) {
 	l := benchLog(b)
 	batch := batchOfSize(b, 1024, 1)
 	for i := 0; i < 32<<10; i++ {
-		if _, err := l.AppendAsLeader(batch, 0, AppendOptions{}); err != nil {
+		if _, err := l.AppendAsLeader(leaderBatches(b, batch), 0, AppendOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -60,21 +67,6 @@ func BenchmarkRead(b *testing.B) {
 		if off >= leo {
 			off = 0
 		}
-	}
-}
-
-func BenchmarkValidateBatch(b *testing.B) {
-	for _, size := range []int{1 << 10, 16 << 10} {
-		batch := batchOfSize(b, size, 1)
-		b.Run(formatSize(size), func(b *testing.B) {
-			b.SetBytes(int64(size))
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := ValidateProduceBatch(batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sort"
 	"time"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // Log compaction (cleanup.policy=compact): Kafka's LogCleaner for one log.
@@ -106,7 +108,7 @@ func (l *Log) compact(now time.Time, abort func() bool, onlyIfDue bool) (CleanSt
 	}
 	c := &cleaner{l: l, p: p, now: now.UnixMilli(), abort: abort, stats: st,
 		m: offsetMap{offsets: map[string]int64{}, latest: -1, limit: l.opts.CleanerDedupeBufferBytes}}
-	defer c.comp.close()
+	defer c.comp.Close()
 	started := l.now()
 	err = c.run()
 	c.stats.Duration = l.now().Sub(started)
@@ -118,7 +120,7 @@ func (l *Log) compact(now time.Time, abort func() bool, onlyIfDue bool) (CleanSt
 	case err != nil:
 		// Corrupt data would fail every pass: skip the log until reopened
 		// (Kafka marks the partition uncleanable).
-		l.uncleanable = errors.Is(err, ErrCorruptBatch)
+		l.uncleanable = errors.Is(err, record.ErrCorruptBatch)
 		l.logger.Error("storage: cleaning failed", "err", err, "uncleanable", l.uncleanable)
 		return c.stats, err
 	}
@@ -221,12 +223,12 @@ func (l *Log) planCleaning(now time.Time) (*cleanPlan, error) {
 // math.MaxInt64. The headers are read with pread: no mapping needed.
 func earliestFirstBatchTimestamp(segs []*segment) int64 {
 	earliest := int64(math.MaxInt64)
-	var hdr [BatchHeaderSize]byte
+	var hdr [record.BatchHeaderSize]byte
 	for _, s := range segs {
-		if s.size.Load() < BatchHeaderSize || readAt(s.logPath(), hdr[:], 0) != nil {
+		if s.size.Load() < record.BatchHeaderSize || readAt(s.logPath(), hdr[:], 0) != nil {
 			continue
 		}
-		if h, _ := ParseBatchHeader(hdr[:]); h.MaxTimestamp > 0 {
+		if h, _ := record.ParseBatchHeader(hdr[:]); h.MaxTimestamp > 0 {
 			earliest = min(earliest, h.MaxTimestamp)
 		}
 	}
@@ -263,7 +265,7 @@ type cleaner struct {
 	now   int64 // ms
 	abort func() bool
 	m     offsetMap
-	comp  recordCompressor
+	comp  record.Compressor
 	stats CleanStats
 }
 
@@ -324,7 +326,7 @@ func (c *cleaner) buildOffsetMap() (bool, error) {
 		full := false
 		err := c.withSegment(s, func(data []byte) error {
 			var err error
-			it := VerifiedBatches(data)
+			it := record.VerifiedBatches(data)
 			for !full && it.Next() {
 				if c.aborted() {
 					return errCleaningAborted
@@ -342,23 +344,22 @@ func (c *cleaner) buildOffsetMap() (bool, error) {
 	return false, nil
 }
 
-func (c *cleaner) mapBatch(h BatchHeader, batch []byte) (full bool, err error) {
+func (c *cleaner) mapBatch(h record.BatchHeader, batch []byte) (full bool, err error) {
 	if h.LastOffset() < c.p.firstDirty {
 		return false, nil
 	}
 	if !h.IsControl() { // markers carry no user key
-		_, recs, err := decodeBatchRecords(batch)
+		it, err := record.Records(batch)
 		if err != nil {
 			return false, err
 		}
-		for i := range recs {
-			off := h.BaseOffset + recs[i].offDelta
-			if recs[i].nullKey || off < c.p.firstDirty {
-				continue
-			}
-			if !c.m.put(recs[i].key, off) {
+		for it.Next() {
+			if key := it.Record().Key; key != nil && it.Offset() >= c.p.firstDirty && !c.m.put(key, it.Offset()) {
 				return true, nil
 			}
+		}
+		if err := it.Err(); err != nil {
+			return false, err
 		}
 	}
 	c.m.latest = max(c.m.latest, h.LastOffset())
@@ -368,10 +369,10 @@ func (c *cleaner) mapBatch(h BatchHeader, batch []byte) (full bool, err error) {
 // segmentDataError classifies a batch walk error of an inactive segment,
 // whose bytes were all validated: any error is corruption.
 func segmentDataError(s *segment, err error) error {
-	if err == nil || errors.Is(err, ErrCorruptBatch) {
+	if err == nil || errors.Is(err, record.ErrCorruptBatch) {
 		return err
 	}
-	return fmt.Errorf("%w: segment %s: %w", ErrCorruptBatch, s, err)
+	return fmt.Errorf("%w: segment %s: %w", record.ErrCorruptBatch, s, err)
 }
 
 // groupSegments splits segs into runs to be cleaned into one segment each
@@ -432,7 +433,7 @@ func (c *cleaner) cleanGroup(group []*segment) error {
 
 // cleanInto writes the retained form of every batch of one segment.
 func (c *cleaner) cleanInto(w *cleanedWriter, s *segment, data []byte) error {
-	it := VerifiedBatches(data)
+	it := record.VerifiedBatches(data)
 	for it.Next() {
 		if c.aborted() {
 			return errCleaningAborted
@@ -460,11 +461,11 @@ func (c *cleaner) cleanInto(w *cleanedWriter, s *segment, data []byte) error {
 //     tombstones and no delete horizon gets now + delete.retention.ms;
 //   - a batch left without records is dropped, unless it is the last batch
 //     of an active producer: an empty header keeps its sequence and epoch.
-func (c *cleaner) filterBatch(h BatchHeader, batch []byte) ([]byte, error) {
+func (c *cleaner) filterBatch(h record.BatchHeader, batch []byte) ([]byte, error) {
 	if h.IsControl() {
 		return batch, nil
 	}
-	_, recs, err := decodeBatchRecords(batch)
+	recs, err := batchRecords(batch)
 	if err != nil {
 		return nil, err
 	}
@@ -472,12 +473,12 @@ func (c *cleaner) filterBatch(h BatchHeader, batch []byte) ([]byte, error) {
 	for i := range recs {
 		if c.retain(h, &recs[i]) {
 			kept = append(kept, recs[i])
-			tombstones = tombstones || recs[i].nullValue
+			tombstones = tombstones || recs[i].Value == nil
 		}
 	}
 	c.stats.RecordsRead += int64(len(recs))
 	c.stats.RecordsRetained += int64(len(kept))
-	horizon, hasHorizon := deleteHorizon(h)
+	horizon, hasHorizon := h.DeleteHorizon()
 	switch {
 	case len(kept) > 0 && len(kept) == len(recs) && (hasHorizon || !tombstones):
 		return batch, nil
@@ -487,15 +488,15 @@ func (c *cleaner) filterBatch(h BatchHeader, batch []byte) ([]byte, error) {
 		} else if !hasHorizon {
 			horizon = -1
 		}
-		return c.comp.rebuildBatch(batch, h, kept, horizon)
+		return rebuildBatch(&c.comp, batch, h, kept, horizon)
 	case h.ProducerID >= 0 && c.isLastBatchOfProducer(h):
 		c.stats.EmptyBatches++
-		return emptyBatch(h), nil
+		return record.EmptyBatch(h).Bytes(), nil
 	}
 	return nil, nil
 }
 
-func (c *cleaner) isLastBatchOfProducer(h BatchHeader) bool {
+func (c *cleaner) isLastBatchOfProducer(h record.BatchHeader) bool {
 	last, ok := c.p.producers[h.ProducerID]
 	return ok && last == h.LastOffset()
 }
@@ -504,22 +505,22 @@ func (c *cleaner) isLastBatchOfProducer(h BatchHeader) bool {
 // range are kept; keyless records are dropped; a record is kept if it is
 // the latest of its key and holds a value, or is a tombstone whose batch
 // has no delete horizon yet or one still in the future.
-func (c *cleaner) retain(h BatchHeader, r *rawRecord) bool {
-	off := h.BaseOffset + r.offDelta
+func (c *cleaner) retain(h record.BatchHeader, r *record.Record) bool {
+	off := h.BaseOffset + int64(r.OffsetDelta)
 	switch {
 	case off > c.m.latest:
 		return true
-	case r.nullKey:
+	case r.Key == nil:
 		c.stats.KeylessRemoved++
 		return false
 	}
-	if latest, ok := c.m.offsets[string(r.key)]; ok && off < latest {
+	if latest, ok := c.m.offsets[string(r.Key)]; ok && off < latest {
 		return false
 	}
-	if !r.nullValue {
+	if r.Value != nil {
 		return true
 	}
-	if horizon, ok := deleteHorizon(h); ok && c.now >= horizon {
+	if horizon, ok := h.DeleteHorizon(); ok && c.now >= horizon {
 		c.stats.TombstonesRemoved++
 		return false
 	}
@@ -564,7 +565,7 @@ func (w *cleanedWriter) write(batch []byte) error {
 	if w.pos+int64(len(batch)) > math.MaxInt32 {
 		return fmt.Errorf("storage: cleaned segment %d would exceed 2 GiB", w.base)
 	}
-	h, _ := ParseBatchHeader(batch)
+	h, _ := record.ParseBatchHeader(batch)
 	w.index.add(h, w.pos, int64(len(batch)))
 	if _, err := w.bw.Write(batch); err != nil {
 		return diskError("write cleaned segment", err)

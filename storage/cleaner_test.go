@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // kv is a test record; a nil value is a tombstone, a nil key is keyless.
@@ -29,7 +31,7 @@ func tomb(k string, ts int64) kv   { return kv{key: []byte(k), ts: ts} }
 // "h" = key+"/"+value so that header preservation is visible.
 type kvBatch struct {
 	recs        []kv
-	codec       Compression
+	codec       record.Compression
 	xerial      bool
 	pid         int64
 	epoch       int16
@@ -67,12 +69,12 @@ func (b kvBatch) build(t testing.TB) []byte {
 	for _, r := range b.recs {
 		maxTs = max(maxTs, r.ts)
 	}
-	h := BatchHeader{
+	h := record.BatchHeader{
 		PartitionLeaderEpoch: b.leaderEpoch, Attributes: int16(b.codec), LastOffsetDelta: int32(len(b.recs) - 1),
 		BaseTimestamp: b.recs[0].ts, MaxTimestamp: maxTs, ProducerID: b.pid, ProducerEpoch: b.epoch,
 		BaseSequence: b.seq, RecordCount: int32(len(b.recs)),
 	}
-	return encodeBatch(h, compress(t, b.codec, b.xerial, b.records()))
+	return record.NewBatch(h, compress(t, b.codec, b.xerial, b.records())).Bytes()
 }
 
 // gotRec is a record as a consumer sees it.
@@ -95,27 +97,21 @@ func (r gotRec) String() string {
 // decodeGot decodes the records of one batch as a consumer would.
 func decodeGot(t testing.TB, batch []byte) []gotRec {
 	t.Helper()
-	h, recs, err := decodeBatchRecords(batch)
+	it, err := record.Records(batch)
 	if err != nil {
 		t.Fatalf("decode batch: %v", err)
 	}
 	var out []gotRec
-	for _, r := range recs {
-		rd := recordReader{b: r.tail}
-		key, _ := rd.bytesField(true)
-		value, null := rd.bytesField(true)
-		rd.varint()
-		rd.bytesField(false)
-		hv, _ := rd.bytesField(true)
-		if rd.err != nil {
-			t.Fatalf("record: %v", rd.err)
+	for it.Next() {
+		r := it.Record()
+		if len(r.Headers) != 1 {
+			t.Fatalf("record at %d has %d headers", it.Offset(), len(r.Headers))
 		}
-		ts := r.timestamp(h)
-		if h.TimestampType() == LogAppendTime {
-			ts = h.MaxTimestamp
-		}
-		out = append(out, gotRec{offset: h.BaseOffset + r.offDelta, key: string(key), value: string(value),
-			tombstone: null, ts: ts, header: string(hv)})
+		out = append(out, gotRec{offset: it.Offset(), key: string(r.Key), value: string(r.Value),
+			tombstone: r.Value == nil, ts: it.Timestamp(), header: string(r.Headers[0].Value)})
+	}
+	if err := it.Err(); err != nil {
+		t.Fatalf("record: %v", err)
 	}
 	return out
 }
@@ -131,7 +127,7 @@ func readBatches(t testing.TB, l *Log) [][]byte {
 		if err != nil {
 			t.Fatalf("read at %d: %v", off, err)
 		}
-		it := VerifiedBatches(res.Data)
+		it := record.VerifiedBatches(res.Data)
 		for it.Next() {
 			if h := it.Header(); h.BaseOffset <= prev {
 				t.Fatalf("batch at %d after offset %d", h.BaseOffset, prev)
@@ -205,7 +201,7 @@ func appendInNewSegment(t testing.TB, clock *fakeClock, l *Log, batches ...kvBat
 	t.Helper()
 	clock.Advance(2 * time.Minute)
 	for _, b := range batches {
-		if _, err := l.AppendAsLeader(b.build(t), 0, AppendOptions{}); err != nil {
+		if _, err := l.AppendAsLeader(leaderBatches(t, b.build(t)), 0, AppendOptions{}); err != nil {
 			t.Fatalf("append: %v", err)
 		}
 	}
@@ -274,7 +270,7 @@ func TestCompactKeepsLatestValuePerKeyAndOffsets(t *testing.T) {
 	// The partially kept batch keeps its offset range.
 	partial := 0
 	for _, b := range readBatches(t, l) {
-		h, _ := ParseBatchHeader(b)
+		h, _ := record.ParseBatchHeader(b)
 		if got := decodeGot(t, b); len(got) == 2 {
 			partial++
 			if h.LastOffsetDelta != 2 || got[0].key != "m1" || got[1].offset != h.BaseOffset+2 {
@@ -367,13 +363,13 @@ func TestCompactTombstonesKeptForDeleteRetention(t *testing.T) {
 	if got[0].key != "b" || got[1] != (gotRec{offset: 2, key: "a", tombstone: true, ts: now + 2, header: "a/"}) {
 		t.Fatalf("after first cleaning %v", got)
 	}
-	var h BatchHeader
+	var h record.BatchHeader
 	for _, b := range readBatches(t, l) {
-		if h, _ = ParseBatchHeader(b); h.BaseOffset == 2 {
+		if h, _ = record.ParseBatchHeader(b); h.BaseOffset == 2 {
 			break
 		}
 	}
-	if hz, ok := deleteHorizon(h); !ok || hz != now+time.Hour.Milliseconds() {
+	if hz, ok := h.DeleteHorizon(); !ok || hz != now+time.Hour.Milliseconds() {
 		t.Fatalf("tombstone batch %+v has no delete horizon", h)
 	}
 
@@ -402,10 +398,10 @@ func TestCompactTombstonesKeptForDeleteRetention(t *testing.T) {
 func TestCompactCompressedBatches(t *testing.T) {
 	codecs := []struct {
 		name   string
-		codec  Compression
+		codec  record.Compression
 		xerial bool
-	}{{"none", CompressionNone, false}, {"gzip", CompressionGzip, false}, {"snappy", CompressionSnappy, false},
-		{"snappy-xerial", CompressionSnappy, true}, {"lz4", CompressionLZ4, false}, {"zstd", CompressionZstd, false}}
+	}{{"none", record.CompressionNone, false}, {"gzip", record.CompressionGzip, false}, {"snappy", record.CompressionSnappy, false},
+		{"snappy-xerial", record.CompressionSnappy, true}, {"lz4", record.CompressionLZ4, false}, {"zstd", record.CompressionZstd, false}}
 	for _, c := range codecs {
 		t.Run(c.name, func(t *testing.T) {
 			e := newTestEnv(t)
@@ -430,14 +426,14 @@ func TestCompactCompressedBatches(t *testing.T) {
 
 			after := readBatches(t, l)
 			sameRecords(t, readRecords(t, l), compacted(beforeRecs, l.Segments()[1].BaseOffset))
-			oh, _ := ParseBatchHeader(before[0])
-			nh, _ := ParseBatchHeader(after[0])
+			oh, _ := record.ParseBatchHeader(before[0])
+			nh, _ := record.ParseBatchHeader(after[0])
 			if nh.Compression() != c.codec || nh.BaseOffset != 0 || nh.LastOffsetDelta != 49 || nh.RecordCount != 30 ||
 				nh.ProducerID != 42 || nh.ProducerEpoch != 3 || nh.BaseSequence != 100 || nh.PartitionLeaderEpoch != 0 ||
 				nh.MaxTimestamp != oh.MaxTimestamp {
 				t.Fatalf("rebuilt header %+v from %+v", nh, oh)
 			}
-			if xerial := bytes.HasPrefix(after[0][BatchHeaderSize:], xerialMagic); xerial != c.xerial {
+			if xerial := record.IsXerial(after[0][record.BatchHeaderSize:]); xerial != c.xerial {
 				t.Fatalf("xerial framing %v, want %v", xerial, c.xerial)
 			}
 			if !bytes.Equal(after[1], before[1]) {
@@ -558,7 +554,7 @@ func TestCompactReadsAcrossCleanedSegments(t *testing.T) {
 			key = i % 7 // frequent keys: their old records leave gaps
 		}
 		b := batchOf(rec(fmt.Sprintf("k%d", key), strings.Repeat("x", 20+i%13), now+int64(i)))
-		if _, err := l.AppendAsLeader(b.build(t), 0, AppendOptions{}); err != nil {
+		if _, err := l.AppendAsLeader(leaderBatches(t, b.build(t)), 0, AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -655,9 +651,9 @@ func TestCompactKeepsLastBatchOfProducer(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	batches := readBatches(t, l)
-	h, _ := ParseBatchHeader(batches[0])
+	h, _ := record.ParseBatchHeader(batches[0])
 	if h.RecordCount != 0 || h.ProducerID != 7 || h.BaseSequence != 4 || h.BaseOffset != last.FirstOffset ||
-		h.BaseTimestamp != -1 || len(batches[0]) != BatchHeaderSize {
+		h.BaseTimestamp != -1 || len(batches[0]) != record.BatchHeaderSize {
 		t.Fatalf("kept producer batch %+v (%d bytes)", h, len(batches[0]))
 	}
 	checkDuplicate := func(l *Log) {
@@ -688,7 +684,7 @@ func TestCompactKeepsLastBatchOfProducer(t *testing.T) {
 	l.SetHighWatermark(l.LogEndOffset())
 	mustCompact(t, l, e.clock.Now())
 	for _, b := range readBatches(t, l) {
-		if h, _ := ParseBatchHeader(b); h.RecordCount == 0 {
+		if h, _ := record.ParseBatchHeader(b); h.RecordCount == 0 {
 			t.Fatalf("stale empty batch %+v kept", h)
 		}
 	}
@@ -918,38 +914,6 @@ func TestCompactConfigValidation(t *testing.T) {
 	}
 }
 
-func TestCheckKeyedRecords(t *testing.T) {
-	for _, c := range []struct {
-		codec  Compression
-		xerial bool
-	}{{CompressionNone, false}, {CompressionGzip, false}, {CompressionSnappy, false}, {CompressionSnappy, true},
-		{CompressionLZ4, false}, {CompressionZstd, false}} {
-		t.Run(fmt.Sprintf("%s/xerial=%v", c.codec, c.xerial), func(t *testing.T) {
-			keyed := batchOf(rec("a", "1", 5), tomb("b", 6), rec("c", "", 7))
-			keyed.codec, keyed.xerial = c.codec, c.xerial
-			if err := CheckKeyedRecords(keyed.build(t)); err != nil {
-				t.Fatalf("keyed batch: %v", err)
-			}
-			keyless := batchOf(rec("a", "1", 5), kv{value: []byte("x")})
-			keyless.codec, keyless.xerial = c.codec, c.xerial
-			err := CheckKeyedRecords(keyless.build(t))
-			if !errors.Is(err, ErrInvalidRecord) || !strings.Contains(err.Error(), "without key") {
-				t.Fatalf("keyless batch: %v", err)
-			}
-			// An empty key is a key.
-			if err := CheckKeyedRecords(batchOf(rec("", "1", 5)).build(t)); err != nil {
-				t.Fatalf("empty key: %v", err)
-			}
-		})
-	}
-	bad := batchOf(rec("a", "1", 5)).build(t)
-	bad = append(bad[:len(bad)-3], 0x7f) // records cut short
-	binary.BigEndian.PutUint32(bad[offBatchLength:], uint32(len(bad)-batchLogOverhead))
-	if err := CheckKeyedRecords(bad); !errors.Is(err, ErrCorruptBatch) {
-		t.Fatalf("malformed records: %v", err)
-	}
-}
-
 // The Manager's cleaner goroutine cleans due logs on its ticker and
 // persists the cleaner offsets (cleaner-offset-checkpoint), so that a
 // restart does not clean everything again.
@@ -1024,7 +988,7 @@ func TestCompactConcurrentWithAppendsAndReads(t *testing.T) {
 					return
 				}
 				prev := int64(-1)
-				it := VerifiedBatches(res.Data)
+				it := record.VerifiedBatches(res.Data)
 				for it.Next() {
 					if it.Header().BaseOffset <= prev {
 						errc <- errors.New("batches out of order")
@@ -1048,7 +1012,7 @@ func TestCompactConcurrentWithAppendsAndReads(t *testing.T) {
 		defer close(appended)
 		for i := 0; i < 1500; i++ {
 			r := rec(fmt.Sprintf("k%d", i%25), fmt.Sprintf("v%d", i), int64(i))
-			info, err := l.AppendAsLeader(batchOf(r).build(t), 0, AppendOptions{})
+			info, err := l.AppendAsLeader(leaderBatches(t, batchOf(r).build(t)), 0, AppendOptions{})
 			if err != nil {
 				errc <- err
 				return
@@ -1101,7 +1065,7 @@ func TestCompactCorruptSegmentIsUncleanable(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Compact(e.clock.Now()); !errors.Is(err, ErrCorruptBatch) {
+	if _, err := l.Compact(e.clock.Now()); !errors.Is(err, record.ErrCorruptBatch) {
 		t.Fatalf("cleaning corrupt data: %v", err)
 	}
 	if st, err := l.compact(e.clock.Now(), nil, true); err != nil || st.Cleaned || !strings.Contains(st.Reason, "uncleanable") {
@@ -1126,8 +1090,8 @@ func TestCompactLogAppendTimeBatch(t *testing.T) {
 	e.clock.Advance(2 * time.Minute)
 	appendTime := e.clock.Now().Add(-time.Second)
 	b := batchOf(rec("a", "1", 5), rec("b", "1", 6), rec("c", "1", 7))
-	b.codec = CompressionLZ4
-	if _, err := l.AppendAsLeader(b.build(t), 0, AppendOptions{LogAppendTime: true, Now: appendTime}); err != nil {
+	b.codec = record.CompressionLZ4
+	if _, err := l.AppendAsLeader(leaderBatches(t, b.build(t)), 0, AppendOptions{LogAppendTime: true, Now: appendTime}); err != nil {
 		t.Fatal(err)
 	}
 	appendInNewSegment(t, e.clock, l, batchOf(rec("b", "2", 8)))
@@ -1135,9 +1099,9 @@ func TestCompactLogAppendTimeBatch(t *testing.T) {
 	l.SetHighWatermark(l.LogEndOffset())
 	mustCompact(t, l, e.clock.Now())
 	batches := readBatches(t, l)
-	h, _ := ParseBatchHeader(batches[0])
+	h, _ := record.ParseBatchHeader(batches[0])
 	got := decodeGot(t, batches[0])
-	if h.TimestampType() != LogAppendTime || h.MaxTimestamp != appendTime.UnixMilli() || h.Compression() != CompressionLZ4 ||
+	if h.TimestampType() != record.LogAppendTime || h.MaxTimestamp != appendTime.UnixMilli() || h.Compression() != record.CompressionLZ4 ||
 		len(got) != 2 || got[0].ts != appendTime.UnixMilli() || got[1].key != "c" || got[1].offset != 2 {
 		t.Fatalf("rebuilt LogAppendTime batch %+v records %v", h, got)
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // Readers run against an appender, retention and follower truncation. Every
@@ -35,7 +37,7 @@ func TestConcurrentReadersAppendRetentionTruncate(t *testing.T) {
 					return
 				}
 				prev := int64(-1)
-				it := VerifiedBatches(res.Data)
+				it := record.VerifiedBatches(res.Data)
 				for it.Next() {
 					h := it.Header()
 					if h.BaseOffset <= prev {
@@ -56,7 +58,7 @@ func TestConcurrentReadersAppendRetentionTruncate(t *testing.T) {
 		})
 	}
 	for i := 0; i < 1500; i++ {
-		if _, err := l.AppendAsLeader(spec(2, int64(i)).build(t), 0, AppendOptions{}); err != nil {
+		if _, err := l.AppendAsLeader(leaderBatches(t, spec(2, int64(i)).build(t)), 0, AppendOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		switch {
@@ -101,14 +103,14 @@ func TestFlushMessagesAndUpdateConfig(t *testing.T) {
 	// Bigger segments from the next roll: a batch too large for the old
 	// segment.bytes is accepted once the config allows it.
 	big := batchOfSize(t, 6000, 0)
-	if _, err := l.AppendAsLeader(big, 0, AppendOptions{}); !errors.Is(err, ErrRecordBatchTooLarge) {
+	if _, err := l.AppendAsLeader(leaderBatches(t, big), 0, AppendOptions{}); !errors.Is(err, ErrRecordBatchTooLarge) {
 		t.Fatal(err)
 	}
 	cfg.SegmentBytes = 64 << 10
 	if err := l.UpdateConfig(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.AppendAsLeader(batchOfSize(t, 6000, 0), 0, AppendOptions{}); err != nil {
+	if _, err := l.AppendAsLeader(leaderBatches(t, batchOfSize(t, 6000, 0)), 0, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	checkContiguous(t, readAll(t, l, 0, math.MaxInt64), 0, 5)
@@ -142,7 +144,7 @@ func TestEmptyActiveSegmentRemappedForLargerSegmentBytes(t *testing.T) {
 	cfg.SegmentBytes = 64 << 10
 	l.UpdateConfig(cfg)
 	big := batchOfSize(t, 20000, 0)
-	if _, err := l.AppendAsLeader(big, 0, AppendOptions{}); err != nil {
+	if _, err := l.AppendAsLeader(leaderBatches(t, big), 0, AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if l.NumSegments() != 1 || l.Size() != 20000 {

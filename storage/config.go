@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // LogConfig holds the Kafka topic configs the log implements. A zero field
@@ -116,8 +118,8 @@ func (c LogConfig) withDefaults() LogConfig {
 func (c LogConfig) Validate() error {
 	c = c.withDefaults()
 	var errs []error
-	if c.SegmentBytes < BatchHeaderSize || c.SegmentBytes > math.MaxInt32 {
-		errs = append(errs, fmt.Errorf("segment.bytes %d not in [%d, %d]", c.SegmentBytes, BatchHeaderSize, math.MaxInt32))
+	if c.SegmentBytes < record.BatchHeaderSize || c.SegmentBytes > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("segment.bytes %d not in [%d, %d]", c.SegmentBytes, record.BatchHeaderSize, math.MaxInt32))
 	}
 	if c.SegmentMs < time.Millisecond {
 		errs = append(errs, fmt.Errorf("segment.ms %v below 1ms", c.SegmentMs))

@@ -42,7 +42,7 @@ func TestDiskFullInjected(t *testing.T) {
 	var sawRollFailure bool
 	for i := 0; i < 100; i++ { // crosses chunk and segment boundaries
 		segsBefore := l.NumSegments()
-		_, err := l.AppendAsLeader(spec(2, 0).build(t), 0, AppendOptions{})
+		_, err := l.AppendAsLeader(leaderBatches(t, spec(2, 0).build(t)), 0, AppendOptions{})
 		if err == nil {
 			continue // fitted in already allocated space
 		}
@@ -61,7 +61,7 @@ func TestDiskFullInjected(t *testing.T) {
 	if full < leo || l.Size() < size {
 		t.Fatal("log went backwards")
 	}
-	if _, err := l.AppendAsLeader(spec(2, 0).build(t), 0, AppendOptions{}); !errors.Is(err, ErrDiskFull) {
+	if _, err := l.AppendAsLeader(leaderBatches(t, spec(2, 0).build(t)), 0, AppendOptions{}); !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("still full: %v", err)
 	}
 	if l.LogEndOffset() != full {
@@ -91,7 +91,7 @@ func TestDiskFullWhileRolling(t *testing.T) {
 	var err error
 	ff.fail(syscall.ENOSPC)
 	for err == nil {
-		_, err = l.AppendAsLeader(spec(2, 0).build(t), 0, AppendOptions{})
+		_, err = l.AppendAsLeader(leaderBatches(t, spec(2, 0).build(t)), 0, AppendOptions{})
 	}
 	if !errors.Is(err, ErrDiskFull) || l.NumSegments() != 3 {
 		t.Fatalf("%v with %d segments", err, l.NumSegments())
@@ -148,7 +148,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 	var err error
 	n := 0
 	for ; n < 100000 && err == nil; n++ {
-		_, err = l.AppendAsLeader(spec(8, 0).build(t), 0, AppendOptions{})
+		_, err = l.AppendAsLeader(leaderBatches(t, spec(8, 0).build(t)), 0, AppendOptions{})
 	}
 	if !errors.Is(err, ErrDiskFull) {
 		t.Fatalf("after %d appends: %v", n, err)

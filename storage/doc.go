@@ -27,35 +27,23 @@
 // %020d. A deleted partition is renamed to "<topic>-<partition>.<hex>-delete"
 // before removal; leftovers are removed at startup.
 //
-// # Record batch v2 (.log content), big-endian
+// # Segment data (.log)
 //
-//	offset size field
-//	     0    8 baseOffset            set by the leader (SetBaseOffset; not in CRC)
-//	     8    4 batchLength           bytes after this field (size = batchLength+12)
-//	    12    4 partitionLeaderEpoch  set by the leader (not in CRC)
-//	    16    1 magic                 must be 2
-//	    17    4 crc                   CRC-32C (Castagnoli) of bytes 21..end
-//	    21    2 attributes            bits 0-2 compression (0 none, 1 gzip,
-//	                                  2 snappy, 3 lz4, 4 zstd), bit 3 timestamp
-//	                                  type (1 = LogAppendTime), bit 4
-//	                                  transactional, bit 5 control, bit 6
-//	                                  delete horizon (set by the cleaner)
-//	    23    4 lastOffsetDelta
-//	    27    8 baseTimestamp         with bit 6: the delete horizon (ms)
-//	    35    8 maxTimestamp          LogAppendTime: the broker's time, and the
-//	                                  timestamp of every record
-//	    43    8 producerId            -1 if not idempotent
-//	    51    2 producerEpoch
-//	    53    4 baseSequence
-//	    57    4 recordCount
-//	    61    - records               possibly compressed; each record starts
-//	                                  with varint length, int8 attributes,
-//	                                  varlong timestampDelta, varint offsetDelta
+// Batches exactly as on the wire, in the record batch v2 format that
+// package record owns; its doc draws the batch and record layouts.
 //
-// The append path never decodes records: it validates length, magic and CRC,
-// then writes baseOffset and partitionLeaderEpoch in place (outside the CRC)
-// and, for LogAppendTime, the attributes and maxTimestamp with a new CRC.
-// Records are decoded only to answer ListOffsets by timestamp and -3.
+// The append path never decodes records, and a leader append never parses
+// a header: AppendAsLeader takes record.Batch values that the broker
+// validated once (record.ParseProduce) or that the record package built,
+// and writes baseOffset and partitionLeaderEpoch in place (outside the CRC)
+// and, for LogAppendTime, the attributes and maxTimestamp with a new CRC,
+// through the Batch setters, which keep the parsed header in step. A
+// follower append and recovery frame raw bytes and check each batch's
+// length, magic and CRC (record.VerifiedBatches). Records are decoded in
+// two places here: ListOffsets by timestamp and -3 (max timestamp) decode
+// the batches that may hold the answer, and the log cleaner decodes every
+// batch it maps or rewrites (keys for the offset map; kept records to
+// re-encode).
 //
 // # Offset index (.index): 8-byte entries
 //
@@ -229,8 +217,8 @@
 //     mapped during the swap so nobody opens a replaced path. A truncation,
 //     close or retention that changes the group aborts the cleaning before
 //     the commit. Recovery rule 1 finishes a committed swap.
-//   - CheckKeyedRecords is the produce-path check: a keyless record on a
-//     compacted topic is INVALID_RECORD.
+//   - The produce path (the broker, before the append) refuses a keyless
+//     record on a compacted topic with INVALID_RECORD.
 //   - cleanup.policy=compact,delete: the cleaner and time/size retention
 //     both apply.
 //

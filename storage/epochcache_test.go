@@ -102,8 +102,8 @@ func TestEpochCacheCorruptFile(t *testing.T) {
 func TestLogRebuildsMissingEpochCache(t *testing.T) {
 	e := newTestEnv(t)
 	l := e.open(smallConfig(), LogState{})
-	l.AppendAsLeader(spec(2, 0).build(t), 3, AppendOptions{})
-	l.AppendAsLeader(spec(2, 0).build(t), 5, AppendOptions{})
+	l.AppendAsLeader(leaderBatches(t, spec(2, 0).build(t)), 3, AppendOptions{})
+	l.AppendAsLeader(leaderBatches(t, spec(2, 0).build(t)), 5, AppendOptions{})
 	l.Close()
 	os.Remove(filepath.Join(e.dir, LeaderEpochCheckpointFile))
 	l2 := e.open(smallConfig(), LogState{CleanShutdown: true, RecoveryPoint: 4})

@@ -8,21 +8,12 @@ import (
 
 // Sentinel errors. Callers match them with errors.Is; every error returned by
 // this package that has one of these causes wraps it (usually with context).
+// Errors about the bytes of a batch (corrupt, truncated, zeroed, wrong
+// magic, invalid) wrap the record package's sentinels instead:
+// record.ErrCorruptBatch and its siblings. On the append path nothing is
+// written after one; recovery treats a truncated or zeroed batch as a torn
+// write.
 var (
-	// ErrCorruptBatch: a record batch failed validation (length, magic, CRC,
-	// offset deltas). On the append path nothing is written.
-	ErrCorruptBatch = errors.New("storage: corrupt record batch")
-	// ErrTruncatedBatch: a batch is cut short (the buffer ends inside it).
-	// Recovery treats it as a torn write.
-	ErrTruncatedBatch = errors.New("storage: truncated record batch")
-	// ErrZeroedBatch: the bytes where a batch header should be are zeros,
-	// which is what the preallocated tail of a segment looks like after a crash.
-	ErrZeroedBatch = errors.New("storage: zeroed record batch header")
-	// ErrUnsupportedMagic: a batch is not in the v2 format (magic 2).
-	ErrUnsupportedMagic = errors.New("storage: unsupported record batch magic")
-	// ErrInvalidRecord: a produce batch is internally inconsistent (for
-	// example recordCount != lastOffsetDelta+1). Kafka answers INVALID_RECORD.
-	ErrInvalidRecord = errors.New("storage: invalid record batch")
 	// ErrRecordBatchTooLarge: an append is larger than the segment size
 	// (Kafka's RecordBatchTooLargeException).
 	ErrRecordBatchTooLarge = errors.New("storage: record batch larger than segment size")

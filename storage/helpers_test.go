@@ -3,7 +3,6 @@ package storage
 import (
 	"bytes"
 	"encoding/binary"
-	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -12,10 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/s2"
-	"github.com/klauspost/compress/zstd"
-	"github.com/pierrec/lz4/v4"
+	"github.com/kbroker/kbroker/record"
 )
 
 // batchSpec describes a test batch; build encodes it in the v2 format with
@@ -25,7 +21,7 @@ type batchSpec struct {
 	leaderEpoch int32
 	timestamps  []int64 // one per record (CreateTime)
 	valueSize   int
-	compression Compression
+	compression record.Compression
 	xerial      bool // snappy with the Java client's framing
 	producerID  int64
 	epoch       int16
@@ -68,71 +64,54 @@ func (s batchSpec) records() []byte {
 	return out
 }
 
-func compress(t testing.TB, c Compression, xerial bool, raw []byte) []byte {
-	var buf bytes.Buffer
-	switch c {
-	case CompressionNone:
-		return raw
-	case CompressionGzip:
-		w := gzip.NewWriter(&buf)
-		w.Write(raw)
-		w.Close()
-	case CompressionSnappy:
-		block := s2.EncodeSnappy(nil, raw)
-		if !xerial {
-			return block
-		}
-		buf.Write(xerialMagic)
-		buf.Write([]byte{0, 0, 0, 1, 0, 0, 0, 1})
-		// two chunks to exercise the framing loop
-		half := len(raw) / 2
-		for _, part := range [][]byte{raw[:half], raw[half:]} {
-			blk := s2.EncodeSnappy(nil, part)
-			binary.Write(&buf, binary.BigEndian, uint32(len(blk)))
-			buf.Write(blk)
-		}
-	case CompressionLZ4:
-		w := lz4.NewWriter(&buf)
-		w.Write(raw)
-		w.Close()
-	case CompressionZstd:
-		enc, err := zstd.NewWriter(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer enc.Close()
-		return enc.EncodeAll(raw, nil)
+// compress compresses a records section with the record package's
+// Compressor (the record package tests decompression against other
+// encoders).
+func compress(t testing.TB, c record.Compression, xerial bool, raw []byte) []byte {
+	var comp record.Compressor
+	defer comp.Close()
+	out, err := comp.Compress(c, raw, xerial)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return buf.Bytes()
+	return out
 }
 
 func (s batchSpec) build(t testing.TB) []byte {
-	recs := compress(t, s.compression, s.xerial, s.records())
-	b := make([]byte, BatchHeaderSize, BatchHeaderSize+len(recs))
 	maxTs := s.timestamps[0]
 	for _, ts := range s.timestamps {
 		maxTs = max(maxTs, ts)
 	}
-	be := binary.BigEndian
-	be.PutUint64(b[0:], uint64(s.baseOffset))
-	be.PutUint32(b[8:], uint32(BatchHeaderSize+len(recs)-12))
-	be.PutUint32(b[12:], uint32(s.leaderEpoch))
-	b[16] = 2
-	attrs := uint16(s.compression)
+	attrs := int16(s.compression)
 	if s.control {
-		attrs |= attrControl
+		attrs |= record.AttrControl
 	}
-	be.PutUint16(b[21:], attrs)
-	be.PutUint32(b[23:], uint32(len(s.timestamps)-1))
-	be.PutUint64(b[27:], uint64(s.timestamps[0]))
-	be.PutUint64(b[35:], uint64(maxTs))
-	be.PutUint64(b[43:], uint64(s.producerID))
-	be.PutUint16(b[51:], uint16(s.epoch))
-	be.PutUint32(b[53:], uint32(s.baseSeq))
-	be.PutUint32(b[57:], uint32(len(s.timestamps)))
-	b = append(b, recs...)
-	be.PutUint32(b[17:], crc32.Checksum(b[21:], castagnoli))
-	return b
+	h := record.BatchHeader{
+		BaseOffset: s.baseOffset, PartitionLeaderEpoch: s.leaderEpoch, Attributes: attrs,
+		LastOffsetDelta: int32(len(s.timestamps) - 1), BaseTimestamp: s.timestamps[0], MaxTimestamp: maxTs,
+		ProducerID: s.producerID, ProducerEpoch: s.epoch, BaseSequence: s.baseSeq, RecordCount: int32(len(s.timestamps)),
+	}
+	b := record.NewBatch(h, compress(t, s.compression, s.xerial, s.records()))
+	return b.Bytes()
+}
+
+// leaderBatches parses the batches of buf as a produce's (the broker's
+// record.ParseProduce), for Log.AppendAsLeader.
+func leaderBatches(t testing.TB, buf []byte) []record.Batch {
+	t.Helper()
+	var out []record.Batch
+	it := record.Batches(buf)
+	for it.Next() {
+		b, err := record.ParseProduce(it.Batch())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	if err := it.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // batchOfSize builds an uncompressed single-record batch of exactly size
@@ -240,7 +219,7 @@ func appendN(t testing.TB, l *Log, n, recs int, ts0 int64) []AppendInfo {
 	t.Helper()
 	var infos []AppendInfo
 	for i := 0; i < n; i++ {
-		info, err := l.AppendAsLeader(spec(recs, ts0+int64(i*recs)).build(t), 0, AppendOptions{})
+		info, err := l.AppendAsLeader(leaderBatches(t, spec(recs, ts0+int64(i*recs)).build(t)), 0, AppendOptions{})
 		if err != nil {
 			t.Fatalf("append %d: %v", i, err)
 		}
@@ -251,17 +230,17 @@ func appendN(t testing.TB, l *Log, n, recs int, ts0 int64) []AppendInfo {
 
 // readAll reads every batch from offset to maxOffset and returns their
 // headers, copying nothing it does not need.
-func readAll(t testing.TB, l *Log, from, maxOffset int64) []BatchHeader {
+func readAll(t testing.TB, l *Log, from, maxOffset int64) []record.BatchHeader {
 	t.Helper()
-	var out []BatchHeader
+	var out []record.BatchHeader
 	for off := from; ; {
 		res, err := l.Read(off, 1<<20, maxOffset, true)
 		if err != nil {
 			t.Fatalf("read at %d: %v", off, err)
 		}
-		it := Batches(res.Data)
+		it := record.Batches(res.Data)
 		for it.Next() {
-			if err := ValidateBatch(it.Batch()); err != nil {
+			if _, err := record.Validate(it.Batch()); err != nil {
 				t.Fatalf("read returned invalid batch: %v", err)
 			}
 			out = append(out, it.Header())
@@ -278,7 +257,7 @@ func readAll(t testing.TB, l *Log, from, maxOffset int64) []BatchHeader {
 }
 
 // checkContiguous asserts the headers cover [from, to) without gaps.
-func checkContiguous(t testing.TB, hs []BatchHeader, from, to int64) {
+func checkContiguous(t testing.TB, hs []record.BatchHeader, from, to int64) {
 	t.Helper()
 	next := from
 	for _, h := range hs {

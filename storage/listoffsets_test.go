@@ -3,13 +3,15 @@ package storage
 import (
 	"math"
 	"testing"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // ListOffsets by timestamp returns the first RECORD with timestamp >= ts,
 // decoding inside a (possibly compressed) batch; -3 returns the record
 // carrying the largest timestamp (KIP-734).
 func TestOffsetForTimestampAndMaxTimestamp(t *testing.T) {
-	codecs := []Compression{CompressionNone, CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd}
+	codecs := []record.Compression{record.CompressionNone, record.CompressionGzip, record.CompressionSnappy, record.CompressionLZ4, record.CompressionZstd}
 	for _, c := range codecs {
 		t.Run(c.String(), func(t *testing.T) {
 			e := newTestEnv(t)
@@ -22,7 +24,7 @@ func TestOffsetForTimestampAndMaxTimestamp(t *testing.T) {
 				base := int64(1000 + 10*i)
 				s.timestamps = []int64{base, base + 5, base + 2, base + 7}
 				s.compression, s.valueSize = c, 30
-				if _, err := l.AppendAsLeader(s.build(t), 0, AppendOptions{}); err != nil {
+				if _, err := l.AppendAsLeader(leaderBatches(t, s.build(t)), 0, AppendOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -62,15 +64,15 @@ func TestMaxTimestampIsFirstRecordCarryingIt(t *testing.T) {
 	defer l.Close()
 	s := spec(4, 0)
 	s.timestamps = []int64{10, 50, 20, 50}
-	l.AppendAsLeader(s.build(t), 0, AppendOptions{})
-	l.AppendAsLeader(spec(2, 30).build(t), 0, AppendOptions{})
+	l.AppendAsLeader(leaderBatches(t, s.build(t)), 0, AppendOptions{})
+	l.AppendAsLeader(leaderBatches(t, spec(2, 30).build(t)), 0, AppendOptions{})
 	s.timestamps = []int64{1, 50, 2, 3} // equal max later: the first one wins
-	l.AppendAsLeader(s.build(t), 0, AppendOptions{})
+	l.AppendAsLeader(leaderBatches(t, s.build(t)), 0, AppendOptions{})
 	if ts, off := l.MaxTimestamp(); ts != 50 || off != 1 {
 		t.Fatalf("MaxTimestamp = (%d, %d)", ts, off)
 	}
 	// LogAppendTime batches: every record has the batch timestamp.
-	l.AppendAsLeader(spec(3, 0).build(t), 0, AppendOptions{LogAppendTime: true})
+	l.AppendAsLeader(leaderBatches(t, spec(3, 0).build(t)), 0, AppendOptions{LogAppendTime: true})
 	now := e.clock.Now().UnixMilli()
 	if ts, off := l.MaxTimestamp(); ts != now || off != 10 {
 		t.Fatalf("MaxTimestamp with LogAppendTime = (%d, %d)", ts, off)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // LogState is what the manager's checkpoint files know about a log.
@@ -313,43 +315,53 @@ func (l *Log) checkWritableLocked() error {
 	return nil
 }
 
-// parsedAppend is a validated append: headers and layout of each batch.
+// parsedAppend is an append's batches: their headers and layout.
 type parsedAppend struct {
-	headers []BatchHeader
+	headers []record.BatchHeader
 	batches []appendedBatch
 	records int64
 }
 
-// parseAppend validates every batch of buf (all must be valid: nothing is
-// written otherwise). produce adds the producer-input checks.
-func parseAppend(buf []byte, produce bool) (parsedAppend, error) {
+func (p *parsedAppend) add(h record.BatchHeader, pos int64) {
+	p.headers = append(p.headers, h)
+	p.batches = append(p.batches, appendedBatch{pos: pos, size: int64(h.Size())})
+	p.records += int64(h.RecordCount)
+}
+
+// parseFollowerAppend frames buf into batches and checks each one's
+// structure and CRC (all must be valid: nothing is written otherwise).
+func parseFollowerAppend(buf []byte) (parsedAppend, error) {
 	var p parsedAppend
-	it := Batches(buf)
+	it := record.VerifiedBatches(buf)
 	for it.Next() {
-		var err error
-		h := it.Header()
-		if produce {
-			h, err = validateProduceBatch(it.Batch())
-		} else {
-			h, err = validateBatch(it.Batch())
-		}
-		if err != nil {
-			return p, fmt.Errorf("batch %d at byte %d: %w", len(p.headers), it.Pos(), err)
-		}
-		p.headers = append(p.headers, h)
-		p.batches = append(p.batches, appendedBatch{pos: int64(it.Pos()), size: int64(len(it.Batch()))})
-		p.records += int64(h.RecordCount)
+		p.add(it.Header(), int64(it.Pos()))
 	}
 	if err := it.Err(); err != nil {
-		if errors.Is(err, ErrTruncatedBatch) || errors.Is(err, ErrZeroedBatch) {
-			err = fmt.Errorf("%w: %w", ErrCorruptBatch, err)
+		if errors.Is(err, record.ErrTruncatedBatch) || errors.Is(err, record.ErrZeroedBatch) {
+			err = fmt.Errorf("%w: %w", record.ErrCorruptBatch, err)
 		}
-		return p, err
+		return p, fmt.Errorf("batch %d: %w", len(p.headers), err)
 	}
 	if len(p.headers) == 0 {
-		return p, fmt.Errorf("%w: no batches", ErrCorruptBatch)
+		return p, fmt.Errorf("%w: no batches", record.ErrCorruptBatch)
 	}
 	return p, nil
+}
+
+// leaderAppend lays out batches, whose headers are final, for the write:
+// one batch is written from its own bytes, several are copied together.
+func leaderAppend(batches []record.Batch) ([]byte, parsedAppend) {
+	var p parsedAppend
+	if len(batches) == 1 {
+		p.add(batches[0].Header(), 0)
+		return batches[0].Bytes(), p
+	}
+	var buf []byte
+	for i := range batches {
+		p.add(batches[i].Header(), int64(len(buf)))
+		buf = append(buf, batches[i].Bytes()...)
+	}
+	return buf, p
 }
 
 // finish fills the per-batch offsets and timestamps once headers are final.
@@ -369,26 +381,31 @@ func (p *parsedAppend) finish() AppendInfo {
 	return info
 }
 
-// AppendAsLeader appends the batches of a produce request. It validates all
-// of them (nothing is written if one is invalid), assigns offsets from the
-// log end offset and stamps leaderEpoch in place (batches is modified, even
+// AppendAsLeader appends the batches of a produce, validated by
+// record.ParseProduce (or built by the record package): their headers come
+// parsed and are not parsed again. It assigns offsets from the log end
+// offset and stamps leaderEpoch in place (the batches are modified, even
 // when the append then fails), applies LogAppendTime if asked, checks
 // idempotent producer sequences, writes, and updates indexes, producer state
-// and the epoch cache. A duplicate batch returns *DuplicateBatchError and
-// writes nothing.
-func (l *Log) AppendAsLeader(batches []byte, leaderEpoch int32, opt AppendOptions) (AppendInfo, error) {
-	p, err := parseAppend(batches, true)
-	if err != nil {
-		return AppendInfo{}, err
+// and the epoch cache. Nothing is written if any step fails. A duplicate
+// batch returns *DuplicateBatchError and writes nothing.
+func (l *Log) AppendAsLeader(batches []record.Batch, leaderEpoch int32, opt AppendOptions) (AppendInfo, error) {
+	if len(batches) == 0 {
+		return AppendInfo{}, fmt.Errorf("%w: no batches", record.ErrCorruptBatch)
 	}
-	info, flush, err := l.appendAsLeader(batches, &p, leaderEpoch, opt)
+	for i := range batches {
+		if len(batches[i].Bytes()) == 0 { // the zero Batch: a caller's bug, not data
+			return AppendInfo{}, fmt.Errorf("%w: batch %d was neither parsed nor built", record.ErrCorruptBatch, i)
+		}
+	}
+	info, flush, err := l.appendAsLeader(batches, leaderEpoch, opt)
 	if err == nil && flush {
 		err = l.Flush()
 	}
 	return info, err
 }
 
-func (l *Log) appendAsLeader(buf []byte, p *parsedAppend, leaderEpoch int32, opt AppendOptions) (AppendInfo, bool, error) {
+func (l *Log) appendAsLeader(batches []record.Batch, leaderEpoch int32, opt AppendOptions) (AppendInfo, bool, error) {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.checkWritableLocked(); err != nil {
@@ -403,25 +420,23 @@ func (l *Log) appendAsLeader(buf []byte, p *parsedAppend, leaderEpoch int32, opt
 		}
 	}
 	next := l.logEndOffset.Load()
-	for i := range p.headers {
-		b := buf[p.batches[i].pos : p.batches[i].pos+p.batches[i].size]
-		SetBaseOffset(b, next)
-		SetPartitionLeaderEpoch(b, leaderEpoch)
-		h := &p.headers[i]
-		h.BaseOffset, h.PartitionLeaderEpoch = next, leaderEpoch
+	for i := range batches {
+		b := &batches[i]
+		b.SetBaseOffset(next)
+		b.SetPartitionLeaderEpoch(leaderEpoch)
 		if appendTime >= 0 {
-			SetLogAppendTime(b, appendTime)
-			h.MaxTimestamp, h.Attributes = appendTime, h.Attributes|attrTimestampType
+			b.SetLogAppendTime(appendTime)
 		}
-		next = h.NextOffset()
+		next = b.Header().NextOffset()
 	}
+	buf, p := leaderAppend(batches)
 	info := p.finish()
 	info.LogAppendTime = appendTime
 	upd, err := l.producers.checkLeaderAppend(p.headers)
 	if err != nil {
 		return AppendInfo{}, false, err
 	}
-	if err := l.writeLocked(buf, p, now); err != nil {
+	if err := l.writeLocked(buf, &p, now); err != nil {
 		return AppendInfo{}, false, err
 	}
 	l.producers.apply(upd)
@@ -453,7 +468,7 @@ func (l *Log) failOnEpochErrorLocked(err error) error {
 // CRCs must be valid. Producer state is updated without sequence checks and
 // the epoch cache learns new epochs.
 func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
-	p, err := parseAppend(batches, false)
+	p, err := parseFollowerAppend(batches)
 	if err != nil {
 		return AppendInfo{}, err
 	}

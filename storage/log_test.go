@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 func TestAppendReadAcrossSizeRolls(t *testing.T) {
@@ -41,7 +43,7 @@ func TestAppendReadAcrossSizeRolls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, _ := ParseBatchHeader(res.Data)
+		h, _ := record.ParseBatchHeader(res.Data)
 		if h.BaseOffset > off || h.LastOffset() < off || res.FirstOffset != h.BaseOffset || res.NextOffset != h.NextOffset() {
 			t.Fatalf("offset %d read batch %d-%d (%+v)", off, h.BaseOffset, h.LastOffset(), res)
 		}
@@ -132,7 +134,7 @@ func TestReadRules(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer res.Release()
-		h, _ := ParseBatchHeader(res.Data)
+		h, _ := record.ParseBatchHeader(res.Data)
 		if h.BaseOffset != 4 || res.FirstOffset != 4 || res.NextOffset != 20 {
 			t.Fatalf("got batch %d, result %+v", h.BaseOffset, res)
 		}
@@ -193,25 +195,20 @@ func TestAppendValidation(t *testing.T) {
 	e := newTestEnv(t)
 	l := e.open(smallConfig(), LogState{})
 	defer l.Close()
-	good := spec(1, 0).build(t)
-	bad := spec(1, 0).build(t)
-	bad[len(bad)-1] ^= 1
-	// One bad batch: nothing of the request is written.
-	buf := append(append([]byte(nil), good...), bad...)
-	if _, err := l.AppendAsLeader(buf, 0, AppendOptions{}); !errors.Is(err, ErrCorruptBatch) {
-		t.Fatalf("got %v", err)
-	}
-	if _, err := l.AppendAsLeader(good[:40], 0, AppendOptions{}); !errors.Is(err, ErrCorruptBatch) {
-		t.Fatalf("torn input: %v", err)
-	}
-	if _, err := l.AppendAsLeader(nil, 0, AppendOptions{}); !errors.Is(err, ErrCorruptBatch) {
+	// Corrupt, torn and multi-batch produce input is refused before it
+	// reaches the log, by record.ParseProduce (record.TestParseProduce); a
+	// leader append of nothing is refused here.
+	if _, err := l.AppendAsLeader(nil, 0, AppendOptions{}); !errors.Is(err, record.ErrCorruptBatch) {
 		t.Fatalf("empty input: %v", err)
+	}
+	if _, err := l.AppendAsLeader(make([]record.Batch, 1), 0, AppendOptions{}); !errors.Is(err, record.ErrCorruptBatch) {
+		t.Fatalf("zero Batch: %v", err)
 	}
 	if l.LogEndOffset() != 0 || l.Size() != 0 {
 		t.Fatalf("something was written: LEO %d size %d", l.LogEndOffset(), l.Size())
 	}
 	big := batchOfSize(t, 5000, 0)
-	if _, err := l.AppendAsLeader(big, 0, AppendOptions{}); !errors.Is(err, ErrRecordBatchTooLarge) {
+	if _, err := l.AppendAsLeader(leaderBatches(t, big), 0, AppendOptions{}); !errors.Is(err, ErrRecordBatchTooLarge) {
 		t.Fatalf("batch larger than segment.bytes: %v", err)
 	}
 }
@@ -222,7 +219,7 @@ func TestAppendAssignsOffsetsEpochAndLogAppendTime(t *testing.T) {
 	defer l.Close()
 	appendN(t, l, 1, 2, 0)
 	buf := append(spec(2, 50).build(t), spec(3, 40).build(t)...)
-	info, err := l.AppendAsLeader(buf, 7, AppendOptions{LogAppendTime: true, Now: time.UnixMilli(777)})
+	info, err := l.AppendAsLeader(leaderBatches(t, buf), 7, AppendOptions{LogAppendTime: true, Now: time.UnixMilli(777)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +231,7 @@ func TestAppendAssignsOffsetsEpochAndLogAppendTime(t *testing.T) {
 		t.Fatalf("headers %+v", hs)
 	}
 	for _, h := range hs {
-		if h.PartitionLeaderEpoch != 7 || h.TimestampType() != LogAppendTime || h.MaxTimestamp != 777 {
+		if h.PartitionLeaderEpoch != 7 || h.TimestampType() != record.LogAppendTime || h.MaxTimestamp != 777 {
 			t.Fatalf("header %+v", h)
 		}
 	}
@@ -242,7 +239,7 @@ func TestAppendAssignsOffsetsEpochAndLogAppendTime(t *testing.T) {
 		t.Fatalf("epochs %+v", got)
 	}
 	// CreateTime: max timestamp and its (shallow) offset.
-	info, _ = l.AppendAsLeader(append(spec(2, 900).build(t), spec(2, 100).build(t)...), 7, AppendOptions{})
+	info, _ = l.AppendAsLeader(leaderBatches(t, append(spec(2, 900).build(t), spec(2, 100).build(t)...)), 7, AppendOptions{})
 	if info.MaxTimestamp != 901 || info.OffsetOfMaxTimestamp != 8 || info.LogAppendTime != -1 {
 		t.Fatalf("info %+v", info)
 	}
@@ -274,7 +271,7 @@ func TestAppendAsFollower(t *testing.T) {
 	}
 	bad := mk(5, 1, 3)
 	bad[70] ^= 1
-	if _, err := l.AppendAsFollower(bad); !errors.Is(err, ErrCorruptBatch) {
+	if _, err := l.AppendAsFollower(bad); !errors.Is(err, record.ErrCorruptBatch) {
 		t.Fatalf("crc: %v", err)
 	}
 	if l.LogEndOffset() != 5 {
@@ -293,7 +290,7 @@ func TestCloseReopenKeepsEverything(t *testing.T) {
 	if _, err := l.Read(0, 100, math.MaxInt64, true); !errors.Is(err, ErrLogClosed) {
 		t.Fatalf("read after close: %v", err)
 	}
-	if _, err := l.AppendAsLeader(spec(1, 0).build(t), 0, AppendOptions{}); !errors.Is(err, ErrLogClosed) {
+	if _, err := l.AppendAsLeader(leaderBatches(t, spec(1, 0).build(t)), 0, AppendOptions{}); !errors.Is(err, ErrLogClosed) {
 		t.Fatalf("append after close: %v", err)
 	}
 	// Clean shutdown: files trimmed to their logical sizes.

@@ -231,7 +231,7 @@ func TestManagerBackgroundLoop(t *testing.T) {
 	l, _ := m.Open(TopicPartition{"t", 0}, [16]byte{}, cfg)
 	now := clock.Now().UnixMilli()
 	for i := 0; i < 200; i++ {
-		l.AppendAsLeader(spec(2, now).build(t), 0, AppendOptions{})
+		l.AppendAsLeader(leaderBatches(t, spec(2, now).build(t)), 0, AppendOptions{})
 	}
 	l.SetHighWatermark(l.LogEndOffset())
 	m.Run(t.Context())

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // maxCachedBatches is how many batches per producer are remembered for
@@ -59,7 +61,7 @@ func (e *ProducerEntry) LastOffset() int64 {
 	return e.Batches[len(e.Batches)-1].LastOffset
 }
 
-func (e *ProducerEntry) findDuplicate(h BatchHeader) (BatchMetadata, bool) {
+func (e *ProducerEntry) findDuplicate(h record.BatchHeader) (BatchMetadata, bool) {
 	if h.ProducerEpoch != e.Epoch {
 		return BatchMetadata{}, false
 	}
@@ -73,7 +75,7 @@ func (e *ProducerEntry) findDuplicate(h BatchHeader) (BatchMetadata, bool) {
 
 // addBatch records a batch, switching epoch (which forgets older batches)
 // when it changed.
-func (e *ProducerEntry) addBatch(h BatchHeader) {
+func (e *ProducerEntry) addBatch(h record.BatchHeader) {
 	if h.ProducerEpoch != e.Epoch {
 		e.Epoch = h.ProducerEpoch
 		e.Batches = nil
@@ -124,7 +126,7 @@ type producerUpdate struct {
 // and returns the updated entries to apply after the write. A batch that
 // duplicates one of the last five of its producer returns a
 // *DuplicateBatchError. headers carry final offsets.
-func (m *producerStateManager) checkLeaderAppend(headers []BatchHeader) (*producerUpdate, error) {
+func (m *producerStateManager) checkLeaderAppend(headers []record.BatchHeader) (*producerUpdate, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u := &producerUpdate{entries: map[int64]*ProducerEntry{}}
@@ -158,7 +160,7 @@ func (m *producerStateManager) checkLeaderAppend(headers []BatchHeader) (*produc
 // checkSequence applies Kafka's epoch and sequence rules. current is the
 // committed entry (nil for an unknown producer), updated includes earlier
 // batches of the same append.
-func checkSequence(current, updated *ProducerEntry, h BatchHeader) error {
+func checkSequence(current, updated *ProducerEntry, h record.BatchHeader) error {
 	if h.ProducerEpoch < updated.Epoch {
 		return fmt.Errorf("%w: producer %d epoch %d is older than current epoch %d",
 			ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, updated.Epoch)
@@ -202,7 +204,7 @@ func (m *producerStateManager) apply(u *producerUpdate) {
 }
 
 // update records a batch without checks (follower appends, replay).
-func (m *producerStateManager) update(h BatchHeader) {
+func (m *producerStateManager) update(h record.BatchHeader) {
 	if h.ProducerID < 0 {
 		return
 	}
@@ -267,6 +269,9 @@ func (m *producerStateManager) entries() []ProducerEntry {
 	return out
 }
 
+// snapshotCRCTable is the CRC-32C table of snapshot files; read-only.
+var snapshotCRCTable = crc32.MakeTable(crc32.Castagnoli)
+
 // Snapshot file format (version 1), all big-endian:
 //
 //	magic "KBPS" | version u16 | crc32c u32 of everything after it |
@@ -306,7 +311,7 @@ func encodeSnapshot(entries []ProducerEntry) []byte {
 			b = binary.BigEndian.AppendUint64(b, uint64(m.Timestamp))
 		}
 	}
-	binary.BigEndian.PutUint32(b[6:], crc32.Checksum(b[snapshotHeader:], castagnoli))
+	binary.BigEndian.PutUint32(b[6:], crc32.Checksum(b[snapshotHeader:], snapshotCRCTable))
 	return b
 }
 
@@ -319,7 +324,7 @@ func decodeSnapshot(b []byte) ([]ProducerEntry, error) {
 	if v := binary.BigEndian.Uint16(b[4:]); v != snapshotVersion {
 		return nil, bad(fmt.Sprintf("unknown version %d", v))
 	}
-	if crc32.Checksum(b[snapshotHeader:], castagnoli) != binary.BigEndian.Uint32(b[6:]) {
+	if crc32.Checksum(b[snapshotHeader:], snapshotCRCTable) != binary.BigEndian.Uint32(b[6:]) {
 		return nil, bad("crc mismatch")
 	}
 	r := snapshotReader{b: b[snapshotHeader:]}

@@ -10,7 +10,7 @@ import (
 
 func produce(t *testing.T, l *Log, pid int64, epoch int16, seq int32, n int) (AppendInfo, error) {
 	t.Helper()
-	return l.AppendAsLeader(spec(n, 0).idempotent(pid, epoch, seq).build(t), 0, AppendOptions{})
+	return l.AppendAsLeader(leaderBatches(t, spec(n, 0).idempotent(pid, epoch, seq).build(t)), 0, AppendOptions{})
 }
 
 // Kafka ProducerStateManager rules (KIP-98 idempotence).
@@ -52,11 +52,11 @@ func TestProducerSequenceRules(t *testing.T) {
 	}
 	// Batches of one request are checked in sequence.
 	buf := append(spec(1, 0).idempotent(1, 1, 1).build(t), spec(1, 0).idempotent(1, 1, 2).build(t)...)
-	if _, err := l.AppendAsLeader(buf, 0, AppendOptions{}); err != nil {
+	if _, err := l.AppendAsLeader(leaderBatches(t, buf), 0, AppendOptions{}); err != nil {
 		t.Fatalf("in-order pair: %v", err)
 	}
 	buf = append(spec(1, 0).idempotent(1, 1, 3).build(t), spec(1, 0).idempotent(1, 1, 5).build(t)...)
-	if _, err := l.AppendAsLeader(buf, 0, AppendOptions{}); !errors.Is(err, ErrOutOfOrderSequence) {
+	if _, err := l.AppendAsLeader(leaderBatches(t, buf), 0, AppendOptions{}); !errors.Is(err, ErrOutOfOrderSequence) {
 		t.Fatalf("gap inside a request: %v", err)
 	}
 	// Only the last five batches are remembered.
@@ -174,8 +174,8 @@ func TestProducerExpiration(t *testing.T) {
 	l := e.open(smallConfig(), LogState{})
 	defer l.Close()
 	now := e.clock.Now()
-	l.AppendAsLeader(spec(1, now.Add(-2*time.Hour).UnixMilli()).idempotent(1, 0, 0).build(t), 0, AppendOptions{})
-	l.AppendAsLeader(spec(1, now.UnixMilli()).idempotent(2, 0, 0).build(t), 0, AppendOptions{})
+	l.AppendAsLeader(leaderBatches(t, spec(1, now.Add(-2*time.Hour).UnixMilli()).idempotent(1, 0, 0).build(t)), 0, AppendOptions{})
+	l.AppendAsLeader(leaderBatches(t, spec(1, now.UnixMilli()).idempotent(2, 0, 0).build(t)), 0, AppendOptions{})
 	if n := l.ProducerIDExpire(now, time.Hour); n != 1 {
 		t.Fatalf("expired %d", n)
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime"
 	"sync/atomic"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // ReadResult is the answer of Log.Read.
@@ -189,21 +191,25 @@ func (s *segment) findOffsetByTimestamp(ts, startingOffset int64) (recordInfo, b
 	}
 }
 
-// firstRecord decodes batch and returns its first record matching pred.
+// recordInfo is what ListOffsets needs of a record.
+type recordInfo struct {
+	Offset    int64
+	Timestamp int64
+}
+
+// firstRecord decodes batch and returns its first record matching pred. A
+// batch whose records do not decode has no match.
 func firstRecord(batch []byte, pred func(recordInfo) bool) (recordInfo, bool) {
-	it, err := newRecordIter(batch)
+	it, err := record.Records(batch)
 	if err != nil {
 		return recordInfo{}, false
 	}
-	for {
-		r, ok := it.next()
-		if !ok {
-			return recordInfo{}, false
-		}
-		if pred(r) {
+	for it.Next() {
+		if r := (recordInfo{Offset: it.Offset(), Timestamp: it.Timestamp()}); pred(r) {
 			return r, true
 		}
 	}
+	return recordInfo{}, false
 }
 
 // MaxTimestamp returns the largest record timestamp of the log and the

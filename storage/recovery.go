@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // Recovery (see doc.go for the rules). Everything here runs from OpenLog
@@ -181,7 +183,7 @@ func swapNextOffset(path string, base int64) (int64, error) {
 	}
 	defer munmap(data)
 	next := base
-	for it := VerifiedBatches(data); it.Next(); {
+	for it := record.VerifiedBatches(data); it.Next(); {
 		next = it.Header().NextOffset()
 	}
 	return next, nil
@@ -320,7 +322,7 @@ func newIndexBuilder(base, interval int64) *indexBuilder {
 	return &indexBuilder{base: base, interval: interval, maxTs: -1, maxTsAt: -1, lastTimeEntry: math.MinInt64}
 }
 
-func (b *indexBuilder) add(h BatchHeader, pos, size int64) {
+func (b *indexBuilder) add(h record.BatchHeader, pos, size int64) {
 	if h.MaxTimestamp > b.maxTs {
 		b.maxTs, b.maxTsAt = h.MaxTimestamp, h.LastOffset()
 	}
@@ -376,7 +378,7 @@ func (l *Log) recoverSegment(s *segment, nextBase int64) (keepLater bool, err er
 	}
 	b := newIndexBuilder(s.baseOffset, l.env.indexInterval.Load())
 	valid, next, reason := scanValidBatches(data, s.baseOffset, nextBase, b)
-	benign := reason == nil || (errors.Is(reason, ErrZeroedBatch) && allZero(data[valid:]))
+	benign := reason == nil || (errors.Is(reason, record.ErrZeroedBatch) && allZero(data[valid:]))
 	munmap(data)
 
 	if valid < fileSize {
@@ -408,13 +410,13 @@ func (l *Log) recoverSegment(s *segment, nextBase int64) (keepLater bool, err er
 // scanValidBatches walks data and feeds valid batches to b. It returns
 // the end of the valid prefix, the next offset, and why it stopped early.
 func scanValidBatches(data []byte, base, nextBase int64, b *indexBuilder) (int64, int64, error) {
-	it := VerifiedBatches(data)
+	it := record.VerifiedBatches(data)
 	next := base
 	for it.Next() {
 		h := it.Header()
 		if h.BaseOffset < next || h.LastOffset()-base > math.MaxInt32 || h.LastOffset() >= nextBase {
 			return int64(it.Pos()), next, fmt.Errorf("%w: batch offsets %d-%d after next offset %d",
-				ErrCorruptBatch, h.BaseOffset, h.LastOffset(), next)
+				record.ErrCorruptBatch, h.BaseOffset, h.LastOffset(), next)
 		}
 		b.add(h, int64(it.Pos()), int64(len(it.Batch())))
 		next = h.NextOffset()
@@ -509,14 +511,14 @@ func lastIndexEntry(s *segment, f *os.File, logSize int64) (indexEntry, error) {
 		return indexEntry{}, err
 	}
 	ie := indexEntry{Offset: s.baseOffset + int64(binary.BigEndian.Uint32(e[:])), Position: int64(binary.BigEndian.Uint32(e[4:]))}
-	var hdr [BatchHeaderSize]byte
-	if ie.Position+BatchHeaderSize > logSize {
+	var hdr [record.BatchHeaderSize]byte
+	if ie.Position+record.BatchHeaderSize > logSize {
 		return ie, fmt.Errorf("%w: last entry position %d beyond log of %d bytes", ErrCorruptIndex, ie.Position, logSize)
 	}
 	if _, err := f.ReadAt(hdr[:], ie.Position); err != nil {
 		return ie, fmt.Errorf("storage: read segment: %w", err)
 	}
-	h, _ := ParseBatchHeader(hdr[:])
+	h, _ := record.ParseBatchHeader(hdr[:])
 	if h.Magic != 2 || h.LastOffset() != ie.Offset || ie.Position+int64(h.Size()) > logSize {
 		return ie, fmt.Errorf("%w: last entry (%d, %d) does not point at its batch", ErrCorruptIndex, ie.Offset, ie.Position)
 	}
@@ -566,7 +568,7 @@ func checkTail(s *segment, f *os.File, pos, size int64) error {
 	if _, err := f.ReadAt(tail, pos); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("storage: read segment tail: %w", err)
 	}
-	it := VerifiedBatches(tail)
+	it := record.VerifiedBatches(tail)
 	next := s.baseOffset
 	for it.Next() {
 		h := it.Header()
@@ -606,7 +608,7 @@ func (l *Log) loadEpochCacheLocked() error {
 
 func (l *Log) rebuildEpochCacheLocked() error {
 	var entries []EpochEntry
-	err := l.scanHeadersLocked(l.logStartOffset.Load(), l.logEndOffset.Load(), func(h BatchHeader) {
+	err := l.scanHeadersLocked(l.logStartOffset.Load(), l.logEndOffset.Load(), func(h record.BatchHeader) {
 		if n := len(entries); h.PartitionLeaderEpoch >= 0 && (n == 0 || h.PartitionLeaderEpoch > entries[n-1].Epoch) {
 			entries = append(entries, EpochEntry{Epoch: h.PartitionLeaderEpoch, StartOffset: h.BaseOffset})
 		}
@@ -637,7 +639,7 @@ func (l *Log) rebuildProducerStateLocked(upTo int64) error {
 
 // scanHeadersLocked calls fn for every batch header with last offset >=
 // from and base offset < upTo, in order. Must be called with appendMu held.
-func (l *Log) scanHeadersLocked(from, upTo int64, fn func(BatchHeader)) error {
+func (l *Log) scanHeadersLocked(from, upTo int64, fn func(record.BatchHeader)) error {
 	segs := l.segmentList()
 	for i := segmentFor(segs, from); i < len(segs) && segs[i].baseOffset < upTo; i++ {
 		s := segs[i]

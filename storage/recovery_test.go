@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // batchPositions returns the byte position of each batch of a segment file.
@@ -17,7 +19,7 @@ func batchPositions(t *testing.T, path string) []int64 {
 		t.Fatal(err)
 	}
 	var out []int64
-	it := Batches(data)
+	it := record.Batches(data)
 	for it.Next() {
 		out = append(out, int64(it.Pos()))
 	}
@@ -113,14 +115,14 @@ func TestRecoveryCorruptBatchInMiddleDropsLaterSegments(t *testing.T) {
 	path := segmentFileName(e.dir, victim.BaseOffset, logSuffix)
 	pos := batchPositions(t, path)
 	f, _ := os.OpenFile(path, os.O_RDWR, 0)
-	f.WriteAt([]byte{0xFF}, pos[3]+BatchHeaderSize+2) // inside the records: CRC mismatch
+	f.WriteAt([]byte{0xFF}, pos[3]+record.BatchHeaderSize+2) // inside the records: CRC mismatch
 	f.Close()
 	// The fourth batch of segment 1 is corrupt.
-	hdr := make([]byte, BatchHeaderSize)
+	hdr := make([]byte, record.BatchHeaderSize)
 	f, _ = os.Open(path)
 	f.ReadAt(hdr, pos[3])
 	f.Close()
-	h, _ := ParseBatchHeader(hdr)
+	h, _ := record.ParseBatchHeader(hdr)
 
 	l2 := e.open(smallConfig(), LogState{RecoveryPoint: 0})
 	defer l2.Close()
@@ -197,7 +199,7 @@ func TestRecoveryRebuildsCorruptIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h, _ := ParseBatchHeader(res.Data)
+		h, _ := record.ParseBatchHeader(res.Data)
 		if h.BaseOffset > off || h.LastOffset() < off {
 			t.Fatalf("offset %d -> batch %d", off, h.BaseOffset)
 		}

@@ -18,11 +18,11 @@ func TestRetentionByTime(t *testing.T) {
 	now := e.clock.Now().UnixMilli()
 	// Old records (2h ago), then fresh ones; both span several segments.
 	for i := 0; i < 100; i++ {
-		l.AppendAsLeader(spec(2, now-2*3600_000).build(t), 0, AppendOptions{})
+		l.AppendAsLeader(leaderBatches(t, spec(2, now-2*3600_000).build(t)), 0, AppendOptions{})
 	}
 	oldEnd := l.LogEndOffset()
 	for i := 0; i < 100; i++ {
-		l.AppendAsLeader(spec(2, now).build(t), 0, AppendOptions{})
+		l.AppendAsLeader(leaderBatches(t, spec(2, now).build(t)), 0, AppendOptions{})
 	}
 	l.SetHighWatermark(l.LogEndOffset())
 	before := l.Segments()

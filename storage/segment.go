@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kbroker/kbroker/record"
 )
 
 // File name suffixes, as Kafka.
@@ -644,17 +646,13 @@ func (s *segment) flush(upTo int64) error {
 
 // batchAt returns the header and size of the batch at pos if a whole,
 // sane batch lies in [pos, end) of data.
-func batchAt(data []byte, pos, end int64) (BatchHeader, int64, bool) {
-	if pos+BatchHeaderSize > end {
-		return BatchHeader{}, 0, false
+func batchAt(data []byte, pos, end int64) (record.BatchHeader, int64, bool) {
+	if pos > end {
+		return record.BatchHeader{}, 0, false
 	}
-	size, err := batchSizeAt(data[pos:end])
-	if err != nil || pos+int64(size) > end {
-		return BatchHeader{}, 0, false
-	}
-	h, _ := ParseBatchHeader(data[pos:])
-	if h.LastOffsetDelta < 0 || h.Magic != 2 {
-		return BatchHeader{}, 0, false
+	h, size, err := record.Frame(data[pos:end])
+	if err != nil {
+		return record.BatchHeader{}, 0, false
 	}
 	return h, int64(size), true
 }
@@ -662,7 +660,7 @@ func batchAt(data []byte, pos, end int64) (BatchHeader, int64, bool) {
 // findBatch returns the position of the first batch whose last offset is
 // >= offset, starting from the index entry for offset. The caller holds a
 // reference. found is false if no such batch is in [0, size).
-func (s *segment) findBatch(offset, size int64) (pos int64, h BatchHeader, bsize int64, found bool) {
+func (s *segment) findBatch(offset, size int64) (pos int64, h record.BatchHeader, bsize int64, found bool) {
 	pos = s.index.lookup(offset).Position
 	if pos >= size {
 		pos = 0 // an index entry past what this reader may see; start over
@@ -670,7 +668,7 @@ func (s *segment) findBatch(offset, size int64) (pos int64, h BatchHeader, bsize
 	for {
 		h, bsize, ok := batchAt(s.data, pos, size)
 		if !ok {
-			return pos, BatchHeader{}, 0, false
+			return pos, record.BatchHeader{}, 0, false
 		}
 		if h.LastOffset() >= offset {
 			return pos, h, bsize, true

@@ -11,7 +11,7 @@ func TestTruncateTo(t *testing.T) {
 	e := newTestEnv(t)
 	l := e.open(smallConfig(), LogState{})
 	for i := 0; i < 200; i++ {
-		l.AppendAsLeader(spec(2, int64(i)).build(t), int32(i/50), AppendOptions{}) // epochs 0..3 start at 0,100,200,300
+		l.AppendAsLeader(leaderBatches(t, spec(2, int64(i)).build(t)), int32(i/50), AppendOptions{}) // epochs 0..3 start at 0,100,200,300
 	}
 	l.SetHighWatermark(400)
 	segs := l.Segments()
@@ -109,7 +109,7 @@ func TestTruncateFullyAndStartAt(t *testing.T) {
 	e := newTestEnv(t)
 	l := e.open(smallConfig(), LogState{})
 	appendN(t, l, 100, 2, 0)
-	l.AppendAsLeader(spec(1, 0).idempotent(3, 0, 0).build(t), 4, AppendOptions{})
+	l.AppendAsLeader(leaderBatches(t, spec(1, 0).idempotent(3, 0, 0).build(t)), 4, AppendOptions{})
 	if err := l.TruncateFullyAndStartAt(1000); err != nil {
 		t.Fatal(err)
 	}
