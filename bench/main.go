@@ -86,7 +86,7 @@ func loadCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Mode, "mode", "produce", "produce, consume or e2e")
 	pids := fs.String("pids", "", "broker pids to measure CPU, page faults and memory of, comma separated")
 	reps := fs.Int("reps", 1, "repetitions")
-	keep := fs.Bool("keep-topic", false, "keep the topic between repetitions (default: deleted after each, created fresh for the next)")
+	keep := fs.Bool("keep-topic", false, "produce: keep the topic between and after repetitions (default: the topic, which must not exist yet, is deleted after each and created fresh for the next)")
 	fs.Parse(args)
 	cfg.Brokers = strings.Split(*brokers, ",")
 	if cfg.WarmRecords < 0 {
@@ -96,13 +96,24 @@ func loadCmd(ctx context.Context, args []string) error {
 	if cfg.Pids, err = parsePids(*pids); err != nil {
 		return err
 	}
+	deleting := !*keep && cfg.Mode != "consume"
+	if deleting {
+		// Never delete a topic this tool did not create.
+		exists, err := topicExists(ctx, cfg.Brokers, cfg.Topic)
+		if err != nil {
+			return err
+		}
+		if exists {
+			return fmt.Errorf("topic %s exists: name a new one (deleted after each repetition) or pass --keep-topic", cfg.Topic)
+		}
+	}
 	for rep := 1; rep <= *reps; rep++ {
 		res, err := runLoad(ctx, cfg)
 		fmt.Printf("rep %d: %s\n", rep, res)
 		if err != nil {
 			return err
 		}
-		if !*keep && cfg.Mode != "consume" {
+		if deleting {
 			if err := deleteTopic(ctx, cfg.Brokers, cfg.Topic, nil); err != nil {
 				return err
 			}

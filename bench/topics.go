@@ -127,6 +127,20 @@ func everyBrokerOnce(ctx context.Context, cl *kgo.Client, topic string, ok func(
 	return nil
 }
 
+// topicExists says whether any broker lists the topic.
+func topicExists(ctx context.Context, brokers []string, topic string) (bool, error) {
+	adm, cl, err := adminClient(brokers)
+	if err != nil {
+		return false, err
+	}
+	defer cl.Close()
+	ts, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return false, err
+	}
+	return ts.Has(topic) && ts[topic].Err == nil, nil
+}
+
 // topicRecords is the sum of the topic's partitions' end offsets.
 func topicRecords(ctx context.Context, brokers []string, topic string) (int64, error) {
 	adm, cl, err := adminClient(brokers)

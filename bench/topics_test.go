@@ -20,8 +20,14 @@ func TestDeleteTopicThenFresh(t *testing.T) {
 			cfg := loadConfig{Brokers: c.addrs, Topic: "del", Partitions: 2, RF: 3, RecordBytes: 10, Acks: "1",
 				Records: 300, Linger: time.Millisecond, Mode: "produce"}
 			for rep := range 2 {
+				if ok, err := topicExists(ctx, c.addrs, "del"); err != nil || ok {
+					t.Fatalf("repetition %d: topic listed (%v, %v) before its creation", rep+1, ok, err)
+				}
 				if _, err := runLoad(ctx, cfg); err != nil {
 					t.Fatal(err)
+				}
+				if ok, err := topicExists(ctx, c.addrs, "del"); err != nil || !ok {
+					t.Fatalf("repetition %d: topic not listed (%v, %v) after the run", rep+1, ok, err)
 				}
 				if n, err := topicRecords(ctx, c.addrs, "del"); err != nil || n != 300 {
 					t.Fatalf("repetition %d: the topic holds %d records (%v), want 300: the earlier one's are left", rep+1, n, err)
