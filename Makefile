@@ -61,14 +61,17 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzControl$$' -fuzztime $(FUZZ_CONTROL) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) ./broker/
 
-# Benchmarks (issue 8; not part of make test). make bench runs both halves:
-# bench-go, the Go benchmarks of storage and the request path, and
+# Benchmarks (issues 8 and 20; not part of make test). make bench runs both
+# halves: bench-go, the Go benchmarks of storage and the request path, and
 # bench-load, the side-by-side comparison of kbroker, kfake and the null
-# broker (bench/: its own Go module) with medians of BENCH_REPS alternated
-# runs and CPU/allocation profiles of kbroker under w1 and w2. Results go to
+# broker (bench/: its own Go module) under the rules of BENCHMARKS.md (a
+# record cap per repetition, topics deleted between repetitions, one warm-up
+# repetition, the same client settings, targets alternated), medians of
+# BENCH_REPS repetitions and CPU/allocation profiles of kbroker under w1 and
+# w2. BENCH_RECORDS overrides caps (e.g. w2=2000000). Results go to
 # bench/out/ (report.md, results.json, profiles/). bench-quick is a smoke run.
 BENCH_REPS     ?= 3
-BENCH_DURATION ?= 10s
+BENCH_RECORDS  ?=
 BENCH_OUT      ?= out
 BENCH_FLAGS    ?=
 
@@ -83,14 +86,14 @@ bench-tools: build
 
 bench-load: bench-tools
 	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --pprof-bin=../bin/pprofbroker \
-		--reps=$(BENCH_REPS) --duration=$(BENCH_DURATION) --out=$(BENCH_OUT) \
+		--reps=$(BENCH_REPS) --records=$(BENCH_RECORDS) --out=$(BENCH_OUT) \
 		--note="(built from commit $$(git -C $(CURDIR) rev-parse --short HEAD)$$(git -C $(CURDIR) diff --quiet HEAD -- ':(exclude)bench' || echo ' plus uncommitted changes'))" \
 		$(BENCH_FLAGS)
 
 bench-quick: bench-tools
 	$(GO) test -run '^$$' -bench . -benchtime 100x -benchmem ./protocol/ ./broker/
-	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --reps=1 --duration=2s \
-		--workloads=w1,w2,w4,restart --segments=500 --w3-records=200000 --out=out/quick $(BENCH_FLAGS)
+	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --reps=1 --warm-memory=false \
+		--records=w1=1000000,w2=200000,w4=10000 --segments=500 --out=out/quick $(BENCH_FLAGS)
 
 # Three local brokers in the background: node ids 1-3, clients on
 # 127.0.0.1:9092-9094, Raft on 127.0.0.1:19092-19094, data in ./data/node-N.

@@ -3,24 +3,30 @@ package main
 // The load tool: produce, consume or end-to-end against any Kafka cluster,
 // with franz-go. Its numbers are the client's view (records/s, MB/s of
 // payload, produce-ack and end-to-end latency) plus, when the broker pids
-// are known, the brokers' CPU time per MB of payload and their peak memory.
+// are known, the brokers' CPU time and page faults per MB of payload and
+// their peak memory.
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // loadConfig is one load run. MB is 10^6 bytes of record values.
+//
+// Every produce run is capped by records: it first produces WarmRecords and
+// waits for their acks (connections, metadata, producer id, the brokers'
+// first touch of the topic), then starts the clock and produces exactly
+// Records; its rates are over the time from the first of those records to
+// the last ack. A run that is not done within Timeout fails.
 type loadConfig struct {
 	Brokers     []string
 	Topic       string
@@ -31,13 +37,15 @@ type loadConfig struct {
 	Idempotent  bool   // only with acks=all (franz-go's rule)
 	Compression string // none, gzip, snappy, lz4, zstd
 	Producers   int
-	Duration    time.Duration // produce for this long (consume: give up after)
-	Records     int64         // stop after this many records (0: no cap)
+	Records     int64         // produce, e2e: the cap (records timed); consume: records to read (0: all the topic holds)
+	WarmRecords int64         // produce, e2e: produced and acked before the clock starts, not counted
 	Rate        float64       // records/s over all producers (0: as fast as possible)
 	Linger      time.Duration // franz-go's ProducerLinger (its default is 10ms)
-	Warmup      time.Duration // produce this long first, measuring nothing
+	Timeout     time.Duration // the run fails if not done by then (0: 5 minutes)
 	Mode        string        // produce, consume, e2e
 	Pids        []int         // broker processes to measure (optional)
+
+	onTimed func() // runs as the clock starts (the profiler starts there)
 }
 
 // loadResult is what one run measured.
@@ -45,7 +53,7 @@ type loadResult struct {
 	Mode       string
 	Records    int64
 	Bytes      int64 // payload (record value) bytes
-	Warm       int64 // records acked during the warm-up (not in Records)
+	Warm       int64 // records of the warm-up (not in Records)
 	Elapsed    time.Duration
 	Errors     int64
 	FirstError string
@@ -64,7 +72,24 @@ func (r loadResult) CPUPerMB() float64 {
 	if r.Bytes == 0 {
 		return 0
 	}
-	return float64(r.Usage.CPU.Milliseconds()) / (float64(r.Bytes) / 1e6)
+	return float64(r.Usage.CPU.Microseconds()) / 1000 / (float64(r.Bytes) / 1e6)
+}
+
+// CPUPerRecord is the brokers' CPU microseconds per record.
+func (r loadResult) CPUPerRecord() float64 {
+	if r.Records == 0 {
+		return 0
+	}
+	return float64(r.Usage.CPU.Microseconds()) / float64(r.Records)
+}
+
+// FaultsPerMB is the brokers' minor page faults per MB of payload: pages
+// of memory touched for the first time (fresh heap or page cache).
+func (r loadResult) FaultsPerMB() float64 {
+	if r.Bytes == 0 {
+		return 0
+	}
+	return float64(r.Usage.Faults) / (float64(r.Bytes) / 1e6)
 }
 
 func (r loadResult) String() string {
@@ -76,8 +101,8 @@ func (r loadResult) String() string {
 		s += fmt.Sprintf("; e2e p50 %s p99 %s", fmtDur(r.E2EP50), fmtDur(r.E2EP99))
 	}
 	if len(r.Usage.PerPid) > 0 {
-		s += fmt.Sprintf("; broker CPU %.2fs = %.1f ms/MB, peak RSS %s (anon %s)", r.Usage.CPU.Seconds(), r.CPUPerMB(),
-			fmtBytes(r.Usage.MaxHWM), fmtBytes(r.Usage.MaxAnon))
+		s += fmt.Sprintf("; broker CPU %.2fs = %.1f ms/MB, %.0f page faults/MB, peak RSS %s (anon %s)", r.Usage.CPU.Seconds(), r.CPUPerMB(),
+			r.FaultsPerMB(), fmtBytes(r.Usage.MaxHWM), fmtBytes(r.Usage.MaxAnon))
 	}
 	if r.Errors > 0 {
 		s += fmt.Sprintf("; %d errors (first: %s)", r.Errors, r.FirstError)
@@ -105,254 +130,280 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadResult, error) {
 	if cfg.Producers <= 0 {
 		cfg.Producers = 1
 	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Minute
+	}
 	if cfg.Mode == "e2e" && cfg.RecordBytes < 8 {
 		return loadResult{}, errors.New("e2e needs records of at least 8 bytes (the send time)")
 	}
+	if cfg.Mode != "consume" && cfg.Records <= 0 {
+		return loadResult{}, errors.New("a produce run needs a record cap (Records > 0)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
 	if cfg.Mode != "consume" {
 		if err := ensureTopic(ctx, cfg); err != nil {
 			return loadResult{}, err
 		}
 	}
+	startClock := cfg.onTimed
 	var watch *procWatch
-	var rebase func() // CPU counts from the end of the warm-up, like the bytes
 	if len(cfg.Pids) > 0 {
 		watch = watchProcs(cfg.Pids)
-		rebase = watch.rebase
+		startClock = func() { // CPU counts from the clock's start, like the records
+			watch.rebase()
+			if cfg.onTimed != nil {
+				cfg.onTimed()
+			}
+		}
 	}
-	var res loadResult
-	var err error
-	switch cfg.Mode {
-	case "produce":
-		res, err = produce(ctx, cfg, nil, rebase)
-	case "consume":
-		res, err = consume(ctx, cfg)
-	case "e2e":
-		res, err = endToEnd(ctx, cfg, rebase)
-	default:
-		err = fmt.Errorf("unknown mode %q (produce, consume, e2e)", cfg.Mode)
-	}
+	res, err := runMode(ctx, cfg, startClock)
 	if watch != nil {
 		res.Usage = watch.finish()
 	}
 	res.Mode = cfg.Mode
+	if err == nil && ctx.Err() != nil {
+		err = fmt.Errorf("not done within %v: %w", cfg.Timeout, ctx.Err())
+	}
 	return res, err
 }
 
-func adminClient(brokers []string) (*kadm.Client, *kgo.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return nil, nil, err
+func runMode(ctx context.Context, cfg loadConfig, startClock func()) (loadResult, error) {
+	switch cfg.Mode {
+	case "produce":
+		return produce(ctx, cfg, nil, startClock)
+	case "consume":
+		return consume(ctx, cfg, startClock)
+	case "e2e":
+		return endToEnd(ctx, cfg, startClock)
 	}
-	return kadm.NewClient(cl), cl, nil
+	return loadResult{}, fmt.Errorf("unknown mode %q (produce, consume, e2e)", cfg.Mode)
 }
 
-// ensureTopic creates the topic (ignoring TOPIC_ALREADY_EXISTS) and waits
-// until every partition has a leader.
-func ensureTopic(ctx context.Context, cfg loadConfig) error {
-	adm, cl, err := adminClient(cfg.Brokers)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	resp, err := adm.CreateTopic(ctx, int32(max(cfg.Partitions, 1)), int16(max(cfg.RF, 1)), nil, cfg.Topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-		return fmt.Errorf("creating topic %s: %w", cfg.Topic, err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		md, err := adm.Metadata(ctx, cfg.Topic)
-		if err == nil {
-			if t, ok := md.Topics[cfg.Topic]; ok && t.Err == nil && len(t.Partitions) >= max(cfg.Partitions, 1) && allLed(t) {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("topic %s has no leaders after 30s (last error %v)", cfg.Topic, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func allLed(t kadm.TopicDetail) bool {
-	for _, p := range t.Partitions {
-		if p.Err != nil || p.Leader < 0 || len(p.ISR) < len(p.Replicas) {
-			return false
-		}
-	}
-	return true
-}
+// The client settings of every target, stated in BENCHMARKS.md ("Rules
+// for every target"). franz-go's defaults, written out so that no target
+// gets different ones and a franz-go upgrade cannot change them unseen;
+// only the in-flight limit of non-idempotent producers is raised from
+// franz-go's 1 to the 5 its idempotent producer uses, so that acks=1 and
+// acks=all differ in acks alone (and idempotence, which acks=1 cannot have).
+const (
+	clientBatchMaxBytes = 1_000_012 // Kafka's max.message.bytes default
+	clientMaxBuffered   = 50_000    // records buffered before Produce blocks
+	clientMaxInflight   = 5         // produce requests in flight per broker
+)
 
 func producerOpts(cfg loadConfig) ([]kgo.Opt, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.ProducerLinger(cfg.Linger)}
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.ProducerLinger(cfg.Linger),
+		kgo.ProducerBatchMaxBytes(clientBatchMaxBytes), kgo.MaxBufferedRecords(clientMaxBuffered)}
+	notIdem := []kgo.Opt{kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(clientMaxInflight)}
 	switch cfg.Acks {
 	case "all", "-1", "":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
 		if !cfg.Idempotent {
-			opts = append(opts, kgo.DisableIdempotentWrite())
+			opts = append(opts, notIdem...)
 		}
 	case "1":
-		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+		opts = append(append(opts, kgo.RequiredAcks(kgo.LeaderAck())), notIdem...)
 	case "0":
-		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+		opts = append(append(opts, kgo.RequiredAcks(kgo.NoAck())), notIdem...)
 	default:
 		return nil, fmt.Errorf("acks=%s: want 0, 1 or all", cfg.Acks)
 	}
 	if cfg.Idempotent && cfg.Acks != "all" && cfg.Acks != "-1" && cfg.Acks != "" {
 		return nil, errors.New("idempotence needs acks=all")
 	}
-	var codec kgo.CompressionCodec
-	switch strings.ToLower(cfg.Compression) {
-	case "", "none":
-		codec = kgo.NoCompression()
-	case "gzip":
-		codec = kgo.GzipCompression()
-	case "snappy":
-		codec = kgo.SnappyCompression()
-	case "lz4":
-		codec = kgo.Lz4Compression()
-	case "zstd":
-		codec = kgo.ZstdCompression()
-	default:
-		return nil, fmt.Errorf("compression %q: want none, gzip, snappy, lz4 or zstd", cfg.Compression)
+	codec, err := compressionCodec(cfg.Compression)
+	if err != nil {
+		return nil, err
 	}
 	return append(opts, kgo.ProducerBatchCompression(codec)), nil
 }
 
-// produce runs cfg.Producers clients for the warm-up, then until the
-// duration or record cap; only records sent after the warm-up count. In e2e
-// mode each value starts with the send time and is allocated per record;
-// otherwise every record shares one value. warmEnd, if not nil, is set to
-// the end of the warm-up (unix nanoseconds) before the first record;
-// onMeasure, if not nil, runs when the warm-up ends.
-func produce(ctx context.Context, cfg loadConfig, warmEnd *atomic.Int64, onMeasure func()) (loadResult, error) {
+func compressionCodec(name string) (kgo.CompressionCodec, error) {
+	switch strings.ToLower(name) {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("compression %q: want none, gzip, snappy, lz4 or zstd", name)
+}
+
+// producerClients makes cfg.Producers clients, each connected and with
+// metadata loaded.
+func producerClients(ctx context.Context, cfg loadConfig) ([]*kgo.Client, error) {
 	opts, err := producerOpts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var clients []*kgo.Client
+	for range cfg.Producers {
+		cl, err := kgo.NewClient(opts...)
+		if err == nil {
+			clients = append(clients, cl)
+			err = cl.Ping(ctx)
+		}
+		if err != nil {
+			closeClients(clients)
+			return nil, err
+		}
+	}
+	return clients, nil
+}
+
+func closeClients(cls []*kgo.Client) {
+	for _, cl := range cls {
+		cl.Close()
+	}
+}
+
+// produce runs the warm-up (cfg.WarmRecords, all acked), then beforeTimed
+// (e2e waits for its consumer there), then starts the clock and produces
+// cfg.Records. Every record shares one value, except in e2e mode, where
+// each value starts with its send time.
+func produce(ctx context.Context, cfg loadConfig, beforeTimed func() error, startClock func()) (loadResult, error) {
+	clients, err := producerClients(ctx, cfg)
 	if err != nil {
 		return loadResult{}, err
 	}
-	stamp := cfg.Mode == "e2e"
-	var (
-		h        hist
-		acked    atomic.Int64
-		warm     atomic.Int64
-		errs     atomic.Int64
-		firstErr atomic.Pointer[string]
-		sent     atomic.Int64
-		measured time.Time // the end of the warm-up; set before any record
-	)
-	promise := func(r *kgo.Record, err error) {
-		if err != nil {
-			if errs.Add(1) == 1 {
-				s := err.Error()
-				firstErr.Store(&s)
-			}
-			return
+	defer closeClients(clients)
+	if cfg.WarmRecords > 0 {
+		if err := producePhase(ctx, cfg, clients, cfg.WarmRecords).err(); err != nil {
+			return loadResult{}, fmt.Errorf("warm-up: %w", err)
 		}
-		if r.Timestamp.Before(measured) {
-			warm.Add(1)
-			return
-		}
-		h.record(time.Since(r.Timestamp))
-		acked.Add(1)
 	}
-	clients := make([]*kgo.Client, cfg.Producers)
-	for i := range clients {
-		if clients[i], err = kgo.NewClient(opts...); err != nil {
-			return loadResult{}, err
-		}
-		defer clients[i].Close()
-		// Connect and load metadata before the clock starts.
-		if err := clients[i].Ping(ctx); err != nil {
+	if beforeTimed != nil {
+		if err := beforeTimed(); err != nil {
 			return loadResult{}, err
 		}
 	}
+	if startClock != nil {
+		startClock()
+	}
+	ph := producePhase(ctx, cfg, clients, cfg.Records)
+	acked := ph.acked.Load()
+	res := loadResult{
+		Records: acked, Bytes: acked * int64(cfg.RecordBytes), Warm: cfg.WarmRecords, Elapsed: ph.elapsed,
+		Errors: ph.errs.Load(), AckP50: ph.h.quantile(0.5), AckP99: ph.h.quantile(0.99), AckP999: ph.h.quantile(0.999),
+	}
+	if p := ph.firstErr.Load(); p != nil {
+		res.FirstError = *p
+	}
+	return res, ph.flushErr
+}
+
+// phase is one producePhase: its counts, ack latencies and duration.
+type phase struct {
+	h        hist
+	acked    atomic.Int64
+	errs     atomic.Int64
+	firstErr atomic.Pointer[string]
+	elapsed  time.Duration
+	flushErr error
+}
+
+func (ph *phase) done(sent time.Time, err error) {
+	if err != nil {
+		if ph.errs.Add(1) == 1 {
+			s := err.Error()
+			ph.firstErr.Store(&s)
+		}
+		return
+	}
+	ph.h.record(time.Since(sent))
+	ph.acked.Add(1)
+}
+
+// err says why a phase did not ack every record, or nil.
+func (ph *phase) err() error {
+	if ph.flushErr != nil {
+		return ph.flushErr
+	}
+	if p := ph.firstErr.Load(); p != nil {
+		return fmt.Errorf("%d records failed, first: %s", ph.errs.Load(), *p)
+	}
+	return nil
+}
+
+// producePhase produces n records over the clients (paced at cfg.Rate when
+// set) and waits for every ack; elapsed runs from the first Produce to the
+// last ack.
+func producePhase(ctx context.Context, cfg loadConfig, clients []*kgo.Client, n int64) *phase {
+	ph := &phase{}
 	shared := make([]byte, cfg.RecordBytes)
 	for i := range shared {
 		shared[i] = byte('a' + i%26)
 	}
+	stamp := cfg.Mode == "e2e"
+	perRate := cfg.Rate / float64(len(clients))
 	start := time.Now()
-	measured = start.Add(cfg.Warmup)
-	if warmEnd != nil {
-		warmEnd.Store(measured.UnixNano())
-	}
-	deadline := measured.Add(cfg.Duration)
-	if onMeasure != nil {
-		t := time.AfterFunc(time.Until(measured), onMeasure)
-		defer t.Stop()
-	}
 	var wg sync.WaitGroup
-	for _, cl := range clients {
+	for i, cl := range clients {
+		quota := shareOf(n, len(clients), i)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			perRate := cfg.Rate / float64(cfg.Producers)
-			var n int64
-			for {
-				now := time.Now()
-				if (cfg.Duration > 0 && now.After(deadline)) || ctx.Err() != nil {
-					return
+			for k := int64(0); k < quota && ctx.Err() == nil; k++ {
+				pace(start, k, perRate)
+				sent := time.Now()
+				r := &kgo.Record{Value: shared}
+				if stamp {
+					r.Value = make([]byte, cfg.RecordBytes)
+					binary.BigEndian.PutUint64(r.Value, uint64(sent.UnixNano()))
 				}
-				due := int64(1 << 62)
-				if perRate > 0 {
-					due = int64(now.Sub(start).Seconds()*perRate) + 1
-					if n >= due {
-						time.Sleep(time.Millisecond / 2)
-						continue
-					}
-				}
-				for ; n < due; n++ {
-					if cfg.Records > 0 && sent.Load() >= cfg.Records {
-						return
-					}
-					if n%256 == 255 && time.Now().After(deadline) && cfg.Duration > 0 {
-						return
-					}
-					r := &kgo.Record{Value: shared, Timestamp: time.Now()}
-					if stamp {
-						r.Value = make([]byte, cfg.RecordBytes)
-						binary.BigEndian.PutUint64(r.Value, uint64(r.Timestamp.UnixNano()))
-					}
-					if !r.Timestamp.Before(measured) {
-						sent.Add(1)
-					}
-					cl.Produce(ctx, r, promise)
-				}
+				// The send time is kept here: kgo truncates r.Timestamp to
+				// the millisecond.
+				cl.Produce(ctx, r, func(_ *kgo.Record, err error) { ph.done(sent, err) })
 			}
 		}()
 	}
 	wg.Wait()
 	for _, cl := range clients {
-		if err := cl.Flush(ctx); err != nil {
-			return loadResult{}, err
+		if err := cl.Flush(ctx); err != nil && ph.flushErr == nil {
+			ph.flushErr = err
 		}
 	}
-	res := loadResult{
-		Records: acked.Load(), Bytes: acked.Load() * int64(cfg.RecordBytes), Elapsed: time.Since(measured), Warm: warm.Load(),
-		Errors: errs.Load(), AckP50: h.quantile(0.5), AckP99: h.quantile(0.99), AckP999: h.quantile(0.999),
-	}
-	if p := firstErr.Load(); p != nil {
-		res.FirstError = *p
-	}
-	return res, nil
+	ph.elapsed = time.Since(start)
+	return ph
 }
 
-// consume reads the topic from the start until it has read every record
-// that was there when it started (or cfg.Records), or the duration passes.
-func consume(ctx context.Context, cfg loadConfig) (loadResult, error) {
+// shareOf is producer i's part of n records over p producers.
+func shareOf(n int64, p, i int) int64 {
+	q := n / int64(p)
+	if int64(i) < n%int64(p) {
+		q++
+	}
+	return q
+}
+
+// pace sleeps until record k of a producer sending rate records/s from
+// start is due (rate 0: no pacing). Falling behind sends at once, so the
+// rate over the run holds.
+func pace(start time.Time, k int64, rate float64) {
+	if rate <= 0 {
+		return
+	}
+	due := start.Add(time.Duration(float64(k) / rate * float64(time.Second)))
+	if d := time.Until(due); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+// consume reads the topic from the start until it has read cfg.Records, or
+// every record there was when it started.
+func consume(ctx context.Context, cfg loadConfig, startClock func()) (loadResult, error) {
 	want := cfg.Records
 	if want == 0 {
-		adm, cl, err := adminClient(cfg.Brokers)
-		if err != nil {
+		var err error
+		if want, err = topicRecords(ctx, cfg.Brokers, cfg.Topic); err != nil {
 			return loadResult{}, err
 		}
-		ends, err := adm.ListEndOffsets(ctx, cfg.Topic)
-		cl.Close()
-		if err != nil {
-			return loadResult{}, err
-		}
-		ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
 	}
 	if want == 0 {
 		return loadResult{}, fmt.Errorf("topic %s is empty", cfg.Topic)
@@ -366,16 +417,13 @@ func consume(ctx context.Context, cfg loadConfig) (loadResult, error) {
 	if err := cl.Ping(ctx); err != nil {
 		return loadResult{}, err
 	}
-	limit := cfg.Duration
-	if limit <= 0 {
-		limit = 5 * time.Minute
+	if startClock != nil {
+		startClock()
 	}
-	pctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
 	start := time.Now()
 	var res loadResult
-	for res.Records < want && pctx.Err() == nil {
-		fs := cl.PollFetches(pctx)
+	for res.Records < want && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
 		fs.EachError(func(_ string, _ int32, err error) {
 			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 				return
@@ -391,14 +439,15 @@ func consume(ctx context.Context, cfg loadConfig) (loadResult, error) {
 	}
 	res.Elapsed = time.Since(start)
 	if res.Records < want {
-		return res, fmt.Errorf("consumed %d of %d records in %v", res.Records, want, limit)
+		return res, fmt.Errorf("consumed %d of %d records", res.Records, want)
 	}
 	return res, nil
 }
 
 // endToEnd consumes while it produces; each record's latency is the time
-// from its send (in its first 8 bytes) to its consumption.
-func endToEnd(ctx context.Context, cfg loadConfig, onMeasure func()) (loadResult, error) {
+// from its send (in its first 8 bytes) to its consumption. The clock starts
+// once the consumer has read the whole warm-up.
+func endToEnd(ctx context.Context, cfg loadConfig, startClock func()) (loadResult, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(time.Second))
 	if err != nil {
@@ -409,10 +458,11 @@ func endToEnd(ctx context.Context, cfg loadConfig, onMeasure func()) (loadResult
 		return loadResult{}, err
 	}
 	var (
-		h        hist
-		consumed atomic.Int64
-		warmEnd  atomic.Int64
+		h          hist
+		consumed   atomic.Int64
+		timedStart atomic.Int64 // unix ns; records sent before it are the warm-up's
 	)
+	timedStart.Store(math.MaxInt64)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	consumerDone := make(chan struct{})
@@ -423,7 +473,7 @@ func endToEnd(ctx context.Context, cfg loadConfig, onMeasure func()) (loadResult
 			now := time.Now()
 			fs.EachRecord(func(r *kgo.Record) {
 				if len(r.Value) >= 8 {
-					if sent := int64(binary.BigEndian.Uint64(r.Value)); sent >= warmEnd.Load() {
+					if sent := int64(binary.BigEndian.Uint64(r.Value)); sent >= timedStart.Load() {
 						h.record(now.Sub(time.Unix(0, sent)))
 					}
 				}
@@ -431,22 +481,38 @@ func endToEnd(ctx context.Context, cfg loadConfig, onMeasure func()) (loadResult
 			})
 		}
 	}()
-	res, err := produce(ctx, cfg, &warmEnd, onMeasure)
+	caughtUp := func() error {
+		if !waitCount(&consumed, cfg.WarmRecords, 30*time.Second) {
+			return fmt.Errorf("the consumer read %d of the %d warm-up records in 30s", consumed.Load(), cfg.WarmRecords)
+		}
+		timedStart.Store(time.Now().UnixNano())
+		return nil
+	}
+	res, err := produce(ctx, cfg, caughtUp, startClock)
 	if err != nil {
 		return res, err
 	}
 	// Every acked record must come back; PollFetches does not return on
 	// empty fetches, so the consumer is cancelled once it has them all.
-	deadline := time.Now().Add(30 * time.Second)
-	for consumed.Load() < res.Records+res.Warm && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	all := waitCount(&consumed, res.Records+res.Warm, 30*time.Second)
 	cancel()
 	<-consumerDone
-	if n := consumed.Load(); n < res.Records+res.Warm {
+	if !all {
 		res.Errors++
-		res.FirstError = fmt.Sprintf("consumed only %d of %d acked records in 30s", n, res.Records+res.Warm)
+		res.FirstError = fmt.Sprintf("consumed only %d of %d acked records in 30s", consumed.Load(), res.Records+res.Warm)
 	}
 	res.E2EP50, res.E2EP99 = h.quantile(0.5), h.quantile(0.99)
 	return res, nil
+}
+
+// waitCount waits until n reaches want, for at most d.
+func waitCount(n *atomic.Int64, want int64, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for n.Load() < want {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
 }

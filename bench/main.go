@@ -2,7 +2,7 @@
 // issue 8 (kbroker against kfake and a null broker, alternated, medians and
 // ratios) and the helpers it starts as separate processes.
 //
-//	kbench load  --brokers=127.0.0.1:9092 --mode=produce --topic=t ...   one load against any cluster
+//	kbench load  --brokers=127.0.0.1:9092 --mode=produce --topic=t ...   capped loads against any cluster
 //	kbench suite --kbroker=bin/kbroker [--pprof-bin=...] ...            the whole comparison (make bench)
 //	kbench serve-kfake --brokers=3                                      a kfake cluster until SIGTERM
 //	kbench serve-null --brokers=3 --dir=/tmp/x                          the null broker until SIGTERM
@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -77,28 +78,63 @@ func loadCmd(ctx context.Context, args []string) error {
 	fs.BoolVar(&cfg.Idempotent, "idempotent", false, "idempotent producer (acks=all only)")
 	fs.StringVar(&cfg.Compression, "compression", "none", "none, gzip, snappy, lz4, zstd")
 	fs.IntVar(&cfg.Producers, "producers", 1, "producer clients")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to produce (consume: give up after)")
-	fs.Int64Var(&cfg.Records, "records", 0, "stop after this many records (0: duration only; consume: all there are)")
+	fs.Int64Var(&cfg.Records, "records", 1_000_000, "records timed per repetition (consume: records to read, 0: all there are)")
+	fs.Int64Var(&cfg.WarmRecords, "warm-records", -1, "records produced and acked before the clock starts (-1: 1% of --records, at least 1,000 and 2 s at --rate)")
+	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "a repetition not done by then fails")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "records/s over all producers (0: unlimited)")
 	fs.DurationVar(&cfg.Linger, "linger", 10*time.Millisecond, "producer linger")
 	fs.StringVar(&cfg.Mode, "mode", "produce", "produce, consume or e2e")
-	fs.DurationVar(&cfg.Warmup, "warmup", time.Second, "produce this long before measuring")
-	pids := fs.String("pids", "", "broker pids to measure CPU and memory of, comma separated")
+	pids := fs.String("pids", "", "broker pids to measure CPU, page faults and memory of, comma separated")
+	reps := fs.Int("reps", 1, "repetitions")
+	keep := fs.Bool("keep-topic", false, "produce: keep the topic between and after repetitions (default: the topic, which must not exist yet, is deleted after each and created fresh for the next)")
 	fs.Parse(args)
 	cfg.Brokers = strings.Split(*brokers, ",")
-	for _, p := range strings.Split(*pids, ",") {
+	if cfg.WarmRecords < 0 {
+		cfg.WarmRecords = warmRecords(cfg.Records, cfg.Rate)
+	}
+	var err error
+	if cfg.Pids, err = parsePids(*pids); err != nil {
+		return err
+	}
+	deleting := !*keep && cfg.Mode != "consume"
+	if deleting {
+		// Never delete a topic this tool did not create.
+		exists, err := topicExists(ctx, cfg.Brokers, cfg.Topic)
+		if err != nil {
+			return err
+		}
+		if exists {
+			return fmt.Errorf("topic %s exists: name a new one (deleted after each repetition) or pass --keep-topic", cfg.Topic)
+		}
+	}
+	for rep := 1; rep <= *reps; rep++ {
+		res, err := runLoad(ctx, cfg)
+		fmt.Printf("rep %d: %s\n", rep, res)
+		if err != nil {
+			return err
+		}
+		if deleting {
+			if err := deleteTopic(ctx, cfg.Brokers, cfg.Topic, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func parsePids(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
 		if p == "" {
 			continue
 		}
 		n, err := strconv.Atoi(p)
 		if err != nil {
-			return fmt.Errorf("--pids: %w", err)
+			return nil, fmt.Errorf("--pids: %w", err)
 		}
-		cfg.Pids = append(cfg.Pids, n)
+		out = append(out, n)
 	}
-	res, err := runLoad(ctx, cfg)
-	fmt.Println(res)
-	return err
+	return out, nil
 }
 
 func suiteCmd(ctx context.Context, args []string) error {
@@ -108,20 +144,30 @@ func suiteCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.KbrokerB, "kbroker-b", "", "a second kbroker build, run as target kbroker-b (an A/B of a change)")
 	fs.StringVar(&cfg.PprofBin, "pprof-bin", "", "pprofbroker binary: profile kbroker under w1 and w2 (empty: no profiles)")
 	fs.StringVar(&cfg.Out, "out", "out", "results directory (report.md, results.json, profiles/)")
-	fs.IntVar(&cfg.Reps, "reps", 3, "repetitions per target")
-	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "length of each produce workload")
+	fs.IntVar(&cfg.Reps, "reps", 3, "measured repetitions per target")
+	fs.IntVar(&cfg.WarmupReps, "warmup-reps", 1, "unmeasured repetitions of each workload group on each target before the measured ones")
+	records := fs.String("records", "", "records per repetition, e.g. w1=5000000,w2=1000000,w2-acks1=1000000,w4=50000 (these are the defaults; w2-acks1 follows w2)")
+	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "a run not done by then fails")
 	fs.IntVar(&cfg.Segments, "segments", 10000, "segments for the restart measure")
-	fs.Int64Var(&cfg.W3Records, "w3-records", 1_000_000, "records w3 reads from the start of w2's topic (topped up, unmeasured, when w2 wrote fewer)")
 	fs.StringVar(&cfg.Note, "note", "", "a note for the report header (e.g. the commit built)")
-	fs.BoolVar(&cfg.WarmMemory, "warm-memory", true, "write and delete a file the size of available memory first, so no target pays the VM's first touch of memory")
+	fs.BoolVar(&cfg.WarmMemory, "warm-memory", true, "touch the available memory once first, so no target pays the VM's first touch of memory")
 	targets := fs.String("targets", "kbroker,kfake,null,null-rf", "targets, in alternation order (also: kbroker-b; null-rf runs w2 only)")
-	wls := fs.String("workloads", "w1,w2,w4,restart", "w1, w2 (w3 runs after it), w4, restart")
+	wls := fs.String("workloads", "w1,w2,w3,w2-acks1,w4,restart", "w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart")
 	fs.Parse(args)
+	var err error
+	if cfg.Caps, err = parseCaps(*records); err != nil {
+		return err
+	}
+	if cfg.Reps < 1 || cfg.WarmupReps < 0 {
+		return errors.New("--reps must be at least 1 and --warmup-reps at least 0")
+	}
 	for _, t := range strings.Split(*targets, ",") {
 		cfg.Targets = append(cfg.Targets, targetKind(t))
 	}
 	cfg.Workloads = strings.Split(*wls, ",")
-	var err error
+	if err := checkNames(cfg.Targets, cfg.Workloads); err != nil {
+		return err
+	}
 	if cfg.Kbroker, err = absPath(cfg.Kbroker); err != nil {
 		return err
 	}
@@ -136,6 +182,24 @@ func suiteCmd(ctx context.Context, args []string) error {
 		}
 	}
 	return runSuite(ctx, cfg)
+}
+
+func checkNames(targets []targetKind, wls []string) error {
+	for _, t := range targets {
+		if !slices.Contains([]targetKind{kindKbroker, kindKbrokerB, kindKfake, kindNull, kindNullRF}, t) {
+			return fmt.Errorf("--targets: unknown target %q", t)
+		}
+	}
+	ws := workloads(defaultCaps, 0)
+	for _, w := range wls {
+		if _, ok := ws[w]; !ok && w != "restart" {
+			return fmt.Errorf("--workloads: unknown workload %q", w)
+		}
+		if r := ws[w].reads; r != "" && !slices.Contains(wls, r) {
+			return fmt.Errorf("--workloads: %s reads %s's topic: name both", w, r)
+		}
+	}
+	return nil
 }
 
 func absPath(p string) (string, error) {

@@ -3,10 +3,11 @@ package main
 // The null broker: the least a Kafka broker can do for franz-go, so that its
 // throughput and CPU are the ceiling for this client on this machine. One
 // process serves N broker ids on N listeners. It answers ApiVersions,
-// Metadata, CreateTopics, InitProducerID, Produce (stamps the base offset,
-// appends the batch to one file per partition, acks at once whatever acks
-// asks), Fetch (reads batches back from the file up to the log end, with a
-// long poll woken by appends) and ListOffsets. It validates nothing,
+// Metadata, CreateTopics, DeleteTopics (closes and removes the topic's
+// files), InitProducerID, Produce (stamps the base offset, appends the batch
+// to one file per partition, acks at once whatever acks asks), Fetch (reads
+// batches back from the file up to the log end, with a long poll woken by
+// appends) and ListOffsets. It validates nothing,
 // replicates nothing and forgets everything when it exits.
 //
 // With perReplica set (target null-rf) it also writes every batch to one more
@@ -45,6 +46,7 @@ var nullVersions = []kmsg.ApiVersionsResponseApiKey{
 	{ApiKey: 3, MinVersion: 0, MaxVersion: 12}, // Metadata
 	{ApiKey: 18, MinVersion: 0, MaxVersion: 3}, // ApiVersions
 	{ApiKey: 19, MinVersion: 2, MaxVersion: 7}, // CreateTopics
+	{ApiKey: 20, MinVersion: 1, MaxVersion: 6}, // DeleteTopics
 	{ApiKey: 22, MinVersion: 0, MaxVersion: 4}, // InitProducerID
 }
 
@@ -71,6 +73,7 @@ type nullPartition struct {
 	replicas []*os.File // null-rf: the further replicas' copies, written only
 
 	mu      sync.Mutex // guards the following
+	deleted bool       // its topic was deleted: its files are closed
 	next    int64      // log end offset
 	size    int64      // file size
 	batches []nullBatch
@@ -203,6 +206,8 @@ func (nb *nullBroker) handle(ctx context.Context, frame []byte) (int32, kmsg.Res
 		return corr, nb.metadata(r), nil
 	case *kmsg.CreateTopicsRequest:
 		return corr, nb.createTopics(r), nil
+	case *kmsg.DeleteTopicsRequest:
+		return corr, nb.deleteTopics(r), nil
 	case *kmsg.InitProducerIDRequest:
 		resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 		resp.ProducerID = nb.nextPID.Add(1)
@@ -317,6 +322,64 @@ func (nb *nullBroker) createTopics(r *kmsg.CreateTopicsRequest) *kmsg.CreateTopi
 	return resp
 }
 
+// deleteTopics forgets the topics and removes their files, so that a topic
+// created again under the same name starts empty at offset 0.
+func (nb *nullBroker) deleteTopics(r *kmsg.DeleteTopicsRequest) *kmsg.DeleteTopicsResponse {
+	resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	names := r.TopicNames
+	for _, rt := range r.Topics {
+		if rt.Topic != nil {
+			names = append(names, *rt.Topic)
+		} else if name, ok := nb.topicByID(rt.TopicID); ok {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		st := kmsg.NewDeleteTopicsResponseTopic()
+		st.Topic = kmsg.StringPtr(name)
+		nb.mu.Lock()
+		t := nb.topics[name]
+		delete(nb.topics, name)
+		nb.mu.Unlock()
+		if t == nil {
+			st.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		} else {
+			st.TopicID = t.id
+			for _, p := range t.parts {
+				if err := p.remove(); err != nil {
+					log.Printf("null broker: deleting %s: %v", name, err)
+				}
+			}
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+func (nb *nullBroker) topicByID(id [16]byte) (string, bool) {
+	nb.mu.Lock()
+	defer nb.mu.Unlock()
+	for name, t := range nb.topics {
+		if t.id == id {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// remove closes and deletes the partition's files and wakes its long polls.
+func (p *nullPartition) remove() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.deleted = true
+	var errs []error
+	for _, f := range append([]*os.File{p.f}, p.replicas...) {
+		errs = append(errs, f.Close(), os.Remove(f.Name()))
+	}
+	p.wakeLocked()
+	return errors.Join(errs...)
+}
+
 func (nb *nullBroker) newTopic(name string, n, rf int) (*nullTopic, error) {
 	t := &nullTopic{rf: rf}
 	rand.Read(t.id[:])
@@ -351,7 +414,10 @@ func (nb *nullBroker) produce(r *kmsg.ProduceRequest) (*kmsg.ProduceResponse, er
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			} else {
 				base, err := p.append(rp.Records)
-				if err != nil {
+				switch {
+				case errors.Is(err, errNullDeleted):
+					sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				case err != nil:
 					return nil, err
 				}
 				sp.BaseOffset = base
@@ -363,11 +429,16 @@ func (nb *nullBroker) produce(r *kmsg.ProduceRequest) (*kmsg.ProduceResponse, er
 	return resp, nil
 }
 
+var errNullDeleted = errors.New("the partition's topic was deleted")
+
 // append stamps offsets into the batches of records, writes them to the
 // file and wakes long-polling fetches. It returns the first offset.
 func (p *nullPartition) append(records []byte) (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.deleted {
+		return 0, errNullDeleted
+	}
 	first := p.next
 	pos := p.size
 	for b := records; len(b) >= 61; {
@@ -391,6 +462,11 @@ func (p *nullPartition) append(records []byte) (int64, error) {
 		}
 	}
 	p.size = pos
+	p.wakeLocked()
+	return first, nil
+}
+
+func (p *nullPartition) wakeLocked() {
 	for _, w := range p.waiters {
 		select {
 		case w <- struct{}{}:
@@ -398,7 +474,6 @@ func (p *nullPartition) append(records []byte) (int64, error) {
 		}
 	}
 	p.waiters = p.waiters[:0]
-	return first, nil
 }
 
 // read returns whole batches from offset on, at least one if any, up to

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,27 +18,34 @@ import (
 // test ends and returns its addresses.
 func startNullForTest(t *testing.T, dir string, n int, perReplica bool) []string {
 	t.Helper()
+	addrs, stop := runNullInProcess(t, dir, n, perReplica)
+	t.Cleanup(stop)
+	return addrs
+}
+
+// runNullInProcess starts an in-process null broker with n listeners and
+// returns its addresses and the function that stops it.
+func runNullInProcess(t *testing.T, dir string, n int, perReplica bool) ([]string, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan []string, 1)
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		var ls []string
-		for range n {
-			ls = append(ls, "127.0.0.1:0")
-		}
+		ls := slices.Repeat([]string{"127.0.0.1:0"}, n)
 		if err := runNull(ctx, dir, perReplica, ls, func(a []string) { ready <- a }); err != nil {
 			t.Errorf("runNull: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	stop := func() { cancel(); wg.Wait() }
 	select {
 	case a := <-ready:
-		return a
+		return a, stop
 	case <-time.After(10 * time.Second):
+		stop()
 		t.Fatal("null broker did not start")
-		return nil
+		return nil, nil
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -28,4 +29,20 @@ func TestProcWatchRebaseDropsWarmUpCPU(t *testing.T) {
 	if u.CPU <= 0 {
 		t.Fatalf("counted %v: the measured spin is missing", u.CPU)
 	}
+}
+
+// TestProcWatchCountsPageFaults: touching fresh memory shows as minor page
+// faults (what kfake pays for every byte it keeps, and why its rate depends
+// on how much fresh memory it must touch).
+func TestProcWatchCountsPageFaults(t *testing.T) {
+	w := watchProcs([]int{os.Getpid()})
+	b := make([]byte, 64<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	u := w.finish()
+	if u.Faults < 1000 {
+		t.Fatalf("touching 64 MiB of fresh memory counted %d page faults", u.Faults)
+	}
+	runtime.KeepAlive(b)
 }

@@ -2,8 +2,10 @@ package main
 
 // The profiling pass: kbroker has no pprof endpoint, so the suite runs
 // bench/pprofbroker (kbroker's broker package plus net/http/pprof) under w1
-// and w2, takes a CPU profile and a delta allocation profile of every
-// broker over the middle of the run, and prints go tool pprof's tops.
+// and w2 (after the same warm-up repetitions as the measured runs), takes a
+// CPU profile and a delta allocation profile of every broker from the start
+// of the timed records for as long as kbroker's median run took, and prints
+// go tool pprof's tops.
 
 import (
 	"context"
@@ -15,7 +17,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"time"
 )
 
 func (s *suite) profile(ctx context.Context, name string) error {
@@ -28,68 +29,86 @@ func (s *suite) profile(ctx context.Context, name string) error {
 		return err
 	}
 	defer c.stop()
-	profDir := filepath.Join(s.cfg.Out, "profiles")
-	if err := os.MkdirAll(profDir, 0o755); err != nil {
-		return err
-	}
 	lc := w.load
 	lc.Brokers = c.addrs
-	lc.Duration = max(s.cfg.Duration, 4*time.Second) + 2*time.Second
-	secs := int((lc.Duration - 3*time.Second).Seconds())
-	// The topic first, so that the profiles cover producing, not waiting
-	// for leaders.
-	if err := ensureTopic(ctx, lc); err != nil {
+	// The same warm-up as the measured runs, then one capped run profiled
+	// from its clock's start for as long as kbroker's median run took.
+	for range s.cfg.WarmupReps {
+		if _, err := runLoad(ctx, lc); err != nil {
+			return fmt.Errorf("warm-up: %w", err)
+		}
+		if err := deleteTopic(ctx, c.addrs, lc.Topic, c.dataLeft); err != nil {
+			return err
+		}
+	}
+	secs := 5
+	if m, ok := s.median(name, kindKbroker, metric{get: func(r loadResult) float64 { return r.Elapsed.Seconds() }}); ok {
+		secs = max(1, int(m))
+	}
+	pf := &profiles{dir: filepath.Join(s.cfg.Out, "profiles"), name: name, secs: secs}
+	if err := os.MkdirAll(pf.dir, 0o755); err != nil {
 		return err
 	}
-	loadDone := make(chan error, 1)
-	var res loadResult
-	go func() {
-		var err error
-		res, err = runLoad(ctx, lc)
-		loadDone <- err
-	}()
-	time.Sleep(2 * time.Second) // topic creation, connections, warm-up
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	var cpuFiles, allocFiles []string
-	for i, addr := range c.pprof {
-		for _, kind := range []string{"profile", "allocs"} {
-			file := filepath.Join(profDir, fmt.Sprintf("%s-%s-node%d.pb.gz", name, map[string]string{"profile": "cpu", "allocs": "allocs"}[kind], i+1))
+	lc.onTimed = func() { pf.start(ctx, c.pprof) }
+	res, err := runLoad(ctx, lc)
+	pf.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("load under profiling: %w", err)
+	}
+	if len(pf.errs) > 0 {
+		return pf.errs[0]
+	}
+	fmt.Fprintf(s.out, "\n## Profiles of kbroker under %s (the first %d s of a %.1f s run of %d records, %d broker(s) merged)\n\n",
+		name, secs, res.Elapsed.Seconds(), lc.Records, len(c.pprof))
+	fmt.Fprintf(s.out, "Load while profiling: %s\n\nFiles: %s, %s\n", res, strings.Join(pf.cpu, " "), strings.Join(pf.allocs, " "))
+	return s.pprofTops(ctx, name, pf)
+}
+
+// profiles are the CPU and allocation profiles of one profiled run, taken
+// from every broker at once.
+type profiles struct {
+	dir, name   string
+	secs        int
+	cpu, allocs []string // files
+	wg          sync.WaitGroup
+	mu          sync.Mutex // guards errs
+	errs        []error
+}
+
+// start fetches, in the background, a CPU and a delta allocation profile
+// of secs seconds from each pprof address.
+func (pf *profiles) start(ctx context.Context, addrs []string) {
+	for i, addr := range addrs {
+		for kind, short := range map[string]string{"profile": "cpu", "allocs": "allocs"} {
+			file := filepath.Join(pf.dir, fmt.Sprintf("%s-%s-node%d.pb.gz", pf.name, short, i+1))
 			if kind == "profile" {
-				cpuFiles = append(cpuFiles, file)
+				pf.cpu = append(pf.cpu, file)
 			} else {
-				allocFiles = append(allocFiles, file)
+				pf.allocs = append(pf.allocs, file)
 			}
-			wg.Add(1)
+			pf.wg.Add(1)
 			go func() {
-				defer wg.Done()
-				if err := fetchProfile(ctx, fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, kind, secs), file); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
+				defer pf.wg.Done()
+				if err := fetchProfile(ctx, fmt.Sprintf("http://%s/debug/pprof/%s?seconds=%d", addr, kind, pf.secs), file); err != nil {
+					pf.mu.Lock()
+					pf.errs = append(pf.errs, err)
+					pf.mu.Unlock()
 				}
 			}()
 		}
 	}
-	wg.Wait()
-	if err := <-loadDone; err != nil {
-		return fmt.Errorf("load under profiling: %w", err)
-	}
-	if len(errs) > 0 {
-		return errs[0]
-	}
-	fmt.Fprintf(s.out, "\n## Profiles of kbroker under %s (%d s of a %.0f s run, %d broker(s) merged)\n\n",
-		name, secs, lc.Duration.Seconds(), len(c.pprof))
-	fmt.Fprintf(s.out, "Load while profiling: %s\n\nFiles: %s, %s\n", res, strings.Join(cpuFiles, " "), strings.Join(allocFiles, " "))
+}
+
+// pprofTops prints go tool pprof's tops of the merged profiles.
+func (s *suite) pprofTops(ctx context.Context, name string, pf *profiles) error {
 	for _, v := range []struct {
 		title, index, sort string
 		files              []string
 	}{
-		{"CPU, top 15 by flat time", "", "-flat", cpuFiles},
-		{"CPU, top 15 by cumulative time", "", "-cum", cpuFiles},
-		{"Allocations, top 15 by bytes allocated (flat)", "alloc_space", "-flat", allocFiles},
-		{"Allocations, top 15 by objects allocated (flat)", "alloc_objects", "-flat", allocFiles},
+		{"CPU, top 15 by flat time", "", "-flat", pf.cpu},
+		{"CPU, top 15 by cumulative time", "", "-cum", pf.cpu},
+		{"Allocations, top 15 by bytes allocated (flat)", "alloc_space", "-flat", pf.allocs},
+		{"Allocations, top 15 by objects allocated (flat)", "alloc_objects", "-flat", pf.allocs},
 	} {
 		args := []string{"tool", "pprof", "-top", "-nodecount=15", v.sort}
 		if v.index != "" {
@@ -103,7 +122,7 @@ func (s *suite) profile(ctx context.Context, name string) error {
 	}
 	// Who calls the runtime's copy and the raw syscalls: the flat tops
 	// above name only those.
-	args := append([]string{"tool", "pprof", "-peek", `^runtime\.memmove$|^internal/runtime/syscall/linux\.Syscall6$|^runtime\.memclrNoHeapPointers$`}, cpuFiles...)
+	args := append([]string{"tool", "pprof", "-peek", `^runtime\.memmove$|^internal/runtime/syscall/linux\.Syscall6$|^runtime\.memclrNoHeapPointers$`}, pf.cpu...)
 	out, err := exec.CommandContext(ctx, goTool(), args...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go tool pprof -peek: %v: %s", err, out)

@@ -1,8 +1,20 @@
 package main
 
-// The suite: issue 8's workloads against kbroker, kfake and the null broker,
-// targets alternated (A B C A B C ...) for each repetition, medians and
-// ratios printed as a markdown table.
+// The suite: kbroker against kfake, the null broker and null-rf, every
+// target under the same rules (BENCHMARKS.md, "Rules for every target"):
+//
+//   - each workload produces a fixed number of records per repetition (the
+//     cap), timed from the first of them to the last ack, after a warm-up
+//     of a fixed number of records that is not counted;
+//   - each target's cluster is started once per stage (1 broker for w1, 3
+//     for the rest) and kept: its topic is created fresh for every
+//     repetition and deleted after it, and the next repetition waits until
+//     no broker lists it and no file of it is left;
+//   - each group of workloads first runs WarmupReps unmeasured repetitions
+//     on every target, then Reps measured ones, the targets alternated and
+//     their order rotated by one each repetition;
+//   - every target gets the same franz-go client settings (load.go);
+//   - tables show medians, ratios are of medians.
 
 import (
 	"context"
@@ -17,59 +29,157 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 type suiteConfig struct {
-	Kbroker    string        // bin/kbroker
-	KbrokerB   string        // a second build, target kbroker-b (optional)
-	PprofBin   string        // the pprofbroker build ("" = no profiles)
-	Out        string        // results directory
-	Reps       int           // repetitions of each target
-	Duration   time.Duration // of each produce workload
+	Kbroker    string           // bin/kbroker
+	KbrokerB   string           // a second build, target kbroker-b (optional)
+	PprofBin   string           // the pprofbroker build ("" = no profiles)
+	Out        string           // results directory
+	Reps       int              // measured repetitions of each target
+	WarmupReps int              // unmeasured repetitions of each group on each target, first
+	Caps       map[string]int64 // records per repetition, by produce workload
+	Timeout    time.Duration    // of each run
 	Targets    []targetKind
-	Workloads  []string // w1, w2 (w3 runs with w2), w4, restart
+	Workloads  []string // w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart
 	Segments   int      // segments for the restart measure
-	W3Records  int64    // records w3 reads (w2's topic is topped up to it)
 	Note       string   // printed in the report's header (the build, say)
-	WarmMemory bool     // write and delete a file of the available memory first (warm.go)
+	WarmMemory bool     // touch the available memory once first (warm.go)
 }
 
-// workload is one of issue 8's loads.
+// defaultCaps are the records per repetition: about 0.5 GB of values for
+// w1 and 1 GB for w2 (the independent harness's 1,000,000), ten seconds
+// at 5,000 records/s for w4.
+var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w4": 50_000}
+
+// parseCaps reads "w1=N,w2=N,..." over the defaults; w2-acks1 follows w2
+// unless given, so that the acks comparison compares equal volumes.
+func parseCaps(s string) (map[string]int64, error) {
+	caps := map[string]int64{}
+	for k, v := range defaultCaps {
+		caps[k] = v
+	}
+	given := map[string]bool{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		n, err := strconv.ParseInt(v, 10, 64)
+		if _, known := defaultCaps[k]; !ok || !known || err != nil || n <= 0 {
+			return nil, fmt.Errorf("--records: %q: want WORKLOAD=N with N > 0, WORKLOAD one of w1, w2, w2-acks1, w4", kv)
+		}
+		caps[k], given[k] = n, true
+	}
+	if given["w2"] && !given["w2-acks1"] {
+		caps["w2-acks1"] = caps["w2"]
+	}
+	return caps, nil
+}
+
+// warmRecords is the warm-up of a run of cap records at rate records/s (0:
+// unpaced): 1% of the cap, at least 1,000 records (every partition led and
+// written, connections and producer id set) and, for a paced run, at least
+// two seconds of it: kbroker's acks=all latency on a topic created moments
+// before settles within them (w4's p99 was 7-12 ms after a 0.2 s warm-up,
+// 3.1-3.3 ms after 2 s).
+func warmRecords(cap int64, rate float64) int64 {
+	return max(1000, cap/100, int64(2*rate))
+}
+
+// workload is one load of the suite.
 type workload struct {
 	name    string
 	brokers int
+	reads   string // a consumer: the produce workload whose topic it reads
 	load    loadConfig
 }
 
-func workloads(d time.Duration) map[string]workload {
-	return map[string]workload{
-		"w1": {"w1", 1, loadConfig{Topic: "w1", Partitions: 1, RF: 1, RecordBytes: 100, Acks: "1",
-			Producers: 1, Duration: d, Warmup: time.Second, Linger: 10 * time.Millisecond, Mode: "produce"}},
-		"w2": {"w2", 3, loadConfig{Topic: "w2", Partitions: 12, RF: 3, RecordBytes: 1024, Acks: "all",
-			Idempotent: true, Producers: 1, Duration: d, Warmup: time.Second, Linger: 10 * time.Millisecond, Mode: "produce"}},
-		"w3": {"w3", 3, loadConfig{Topic: "w2", Mode: "consume", Duration: 5 * time.Minute}},
-		"w4": {"w4", 3, loadConfig{Topic: "w4", Partitions: 12, RF: 3, RecordBytes: 1024, Acks: "all",
-			Idempotent: true, Producers: 1, Duration: d, Warmup: time.Second, Rate: 5000, Linger: 0, Mode: "e2e"}},
+func workloads(caps map[string]int64, timeout time.Duration) map[string]workload {
+	w2 := loadConfig{Topic: "w2", Partitions: 12, RF: 3, RecordBytes: 1024, Acks: "all", Idempotent: true,
+		Linger: 10 * time.Millisecond, Mode: "produce"}
+	acks1 := w2
+	acks1.Topic, acks1.Acks, acks1.Idempotent = "w2-acks1", "1", false
+	w4 := w2
+	w4.Topic, w4.Rate, w4.Linger, w4.Mode = "w4", 5000, 0, "e2e"
+	ws := map[string]workload{
+		"w1": {name: "w1", brokers: 1, load: loadConfig{Topic: "w1", Partitions: 1, RF: 1, RecordBytes: 100, Acks: "1",
+			Linger: 10 * time.Millisecond, Mode: "produce"}},
+		"w2":       {name: "w2", brokers: 3, load: w2},
+		"w3":       {name: "w3", brokers: 3, reads: "w2", load: loadConfig{Topic: "w2", Mode: "consume"}},
+		"w2-acks1": {name: "w2-acks1", brokers: 3, load: acks1},
+		"w4":       {name: "w4", brokers: 3, load: w4},
 	}
+	for name, w := range ws {
+		w.load.Producers, w.load.Timeout = 1, timeout
+		if w.reads == "" {
+			w.load.Records = caps[name]
+			w.load.WarmRecords = warmRecords(caps[name], w.load.Rate)
+		}
+		ws[name] = w
+	}
+	return ws
 }
+
+// groups are the workloads run back to back on one target in one
+// repetition: w3 reads w2's topic before it is deleted, and w2-acks1 follows
+// so that kbroker's acks=all and acks=1 runs are minutes apart at most.
+// Groups of one stage share the stage's clusters.
+var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1"}, {"w4"}}
+
+// rotation is the order of the targets in repetition rep (1-based; the
+// warm-up repetitions, rep <= 0, use the given order): rotated by one each
+// repetition, so that no target always follows the same one. On this VM the
+// memory the previous run freed decides much of what the next one pays.
+func rotation(targets []targetKind, rep int) []targetKind {
+	n := len(targets)
+	if n == 0 || rep <= 1 {
+		return slices.Clone(targets)
+	}
+	k := (rep - 1) % n
+	return append(slices.Clone(targets[k:]), targets[:k]...)
+}
+
+// runsWorkload says whether target t runs workload w: null-rf runs only w2,
+// where its replica writes tell it from null.
+func runsWorkload(t targetKind, w string) bool { return t != kindNullRF || w == "w2" }
 
 // runRecord is one measured run, as written to results.json.
 type runRecord struct {
 	Workload string
 	Target   targetKind
 	Rep      int
+	Position int    // 1-based place of the target in its repetition's rotation
 	LoadAvg  string // of the machine when the run started
 	Result   loadResult
-	Err      string `json:",omitempty"`
+	// Bystanders is the CPU the other targets' clusters, idle and kept
+	// for their next repetition, used during the run, which took Wall
+	// (topic creation and warm-up included).
+	Bystanders time.Duration
+	Wall       time.Duration
+	Err        string `json:",omitempty"`
 }
 
 type suite struct {
-	cfg  suiteConfig
-	ws   map[string]workload
-	runs []runRecord
-	out  io.Writer // the report (stdout and report.md)
+	cfg   suiteConfig
+	ws    map[string]workload
+	runs  []runRecord
+	out   io.Writer                                          // the report (stdout and report.md)
+	start func(context.Context, startOpts) (*cluster, error) // startCluster; tests start in-process targets
+	logf  func(format string, args ...any)                   // progress lines
+	bins  func(t targetKind) string                          // the binary of a kbroker target
+	after func(rr runRecord, c *cluster)                     // tests: runs after each run, warm-ups too
+}
+
+func newSuite(cfg suiteConfig, out io.Writer) *suite {
+	s := &suite{cfg: cfg, ws: workloads(cfg.Caps, cfg.Timeout), out: out, start: startCluster, logf: log.Printf}
+	s.bins = func(t targetKind) string {
+		if t == kindKbrokerB {
+			return cfg.KbrokerB
+		}
+		return cfg.Kbroker
+	}
+	return s
 }
 
 func runSuite(ctx context.Context, cfg suiteConfig) error {
@@ -81,142 +191,204 @@ func runSuite(ctx context.Context, cfg suiteConfig) error {
 		return err
 	}
 	defer report.Close()
-	s := &suite{cfg: cfg, ws: workloads(cfg.Duration), out: io.MultiWriter(os.Stdout, report)}
+	s := newSuite(cfg, io.MultiWriter(os.Stdout, report))
 	s.header()
 	if cfg.WarmMemory {
 		if err := warmMemory(func(format string, args ...any) { fmt.Fprintf(s.out, "- "+format+"\n", args...) }); err != nil {
 			return err
 		}
 	}
-	groups := [][]string{{"w1"}, {"w2", "w3"}, {"w4"}}
-	for _, g := range groups {
-		if !slices.Contains(cfg.Workloads, g[0]) {
-			continue
-		}
-		for rep := 1; rep <= cfg.Reps; rep++ {
-			for _, t := range cfg.Targets {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				group := g
-				if t == kindNullRF { // only w2's replication tells it from null
-					if g[0] != "w2" {
-						continue
-					}
-					group = []string{"w2"}
-				}
-				s.runGroup(ctx, group, t, rep)
-			}
-		}
+	if err := s.measure(ctx); err != nil {
+		return err
 	}
-	s.table()
-	s.targets()
+	s.report()
 	if err := s.writeJSON(); err != nil {
 		return err
 	}
-	if slices.Contains(cfg.Workloads, "restart") && slices.Contains(cfg.Targets, kindKbroker) {
-		if err := s.restart(ctx); err != nil {
-			fmt.Fprintf(s.out, "\nrestart measure failed: %v\n", err)
-		}
-	}
-	if cfg.PprofBin != "" {
-		for _, w := range []string{"w1", "w2"} {
-			if slices.Contains(cfg.Workloads, w) {
-				if err := s.profile(ctx, w); err != nil {
-					fmt.Fprintf(s.out, "\nprofile of %s failed: %v\n", w, err)
-				}
-			}
-		}
-	}
+	s.extras(ctx)
 	fmt.Fprintf(s.out, "\nload average after: %s\n", loadAvg())
 	return nil
 }
 
-func (s *suite) header() {
-	fmt.Fprintf(s.out, "# kbroker benchmark, %s\n\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(s.out, "- machine: %d CPUs (%s), %s; load average before: %s\n", runtime.NumCPU(), cpuModel(), memTotal(), loadAvg())
-	fmt.Fprintf(s.out, "- %d repetitions per target, targets alternated %v; produce workloads run %v each\n",
-		s.cfg.Reps, s.cfg.Targets, s.cfg.Duration)
-	fmt.Fprintf(s.out, "- kbroker binary: %s %s\n", s.cfg.Kbroker, s.cfg.Note)
-	fmt.Fprintf(s.out, "- %s\n", pageReporting())
-	fmt.Fprintf(s.out, "- command: %s\n\n", strings.Join(os.Args, " "))
-}
-
-// runGroup starts a fresh cluster of target t, runs the group's workloads
-// on it in order, and stops it.
-func (s *suite) runGroup(ctx context.Context, group []string, t targetKind, rep int) {
-	w0 := s.ws[group[0]]
-	dir := filepath.Join(s.cfg.Out, "runs", fmt.Sprintf("%s-%s-%d", group[0], t, rep))
-	os.RemoveAll(dir)
-	bin := s.cfg.Kbroker
-	if t == kindKbrokerB {
-		bin = s.cfg.KbrokerB
-	}
-	c, err := startCluster(ctx, startOpts{kind: t, brokers: w0.brokers, dir: dir, kbroker: bin})
-	if err != nil {
-		for _, w := range group {
-			s.record(runRecord{Workload: w, Target: t, Rep: rep, Err: err.Error()})
+// extras are the kbroker-only measures after the comparison: the restart
+// with many segments and the profiles.
+func (s *suite) extras(ctx context.Context) {
+	if s.enabled("restart") && slices.Contains(s.cfg.Targets, kindKbroker) {
+		if err := s.restart(ctx); err != nil {
+			fmt.Fprintf(s.out, "\nrestart measure failed: %v\n", err)
 		}
+	}
+	if s.cfg.PprofBin == "" {
 		return
 	}
-	defer func() {
-		c.stop()
-		os.RemoveAll(dir) // the data: gigabytes for w2
-	}()
-	for _, name := range group {
-		w := s.ws[name]
-		lc := w.load
-		lc.Brokers, lc.Pids = c.addrs, c.pids()
-		if name == "w3" {
-			if err := s.topUp(ctx, c, s.ws["w2"].load, s.cfg.W3Records); err != nil {
-				s.record(runRecord{Workload: name, Target: t, Rep: rep, Err: "topping up w2's topic: " + err.Error()})
-				continue
+	for _, w := range []string{"w1", "w2"} {
+		if s.enabled(w) {
+			if err := s.profile(ctx, w); err != nil {
+				fmt.Fprintf(s.out, "\nprofile of %s failed: %v\n", w, err)
 			}
-			lc.Records = s.cfg.W3Records
 		}
-		la := loadAvg()
-		res, err := runLoad(ctx, lc)
-		rr := runRecord{Workload: name, Target: t, Rep: rep, LoadAvg: la, Result: res}
+	}
+}
+
+func (s *suite) enabled(w string) bool { return slices.Contains(s.cfg.Workloads, w) }
+
+// stageGroups are the enabled parts of the groups, by broker count in order
+// of first appearance (1 broker, then 3).
+func (s *suite) stageGroups() [][][]string {
+	var stages [][][]string
+	var sizes []int
+	for _, g := range groups {
+		var part []string
+		for _, w := range g {
+			if s.enabled(w) && (s.ws[w].reads == "" || s.enabled(s.ws[w].reads)) {
+				part = append(part, w)
+			}
+		}
+		if len(part) == 0 {
+			continue
+		}
+		n := s.ws[part[0]].brokers
+		i := slices.Index(sizes, n)
+		if i < 0 {
+			i = len(sizes)
+			sizes, stages = append(sizes, n), append(stages, nil)
+		}
+		stages[i] = append(stages[i], part)
+	}
+	return stages
+}
+
+// measure runs every stage: the stage's clusters are started, its groups
+// run, and the clusters are stopped.
+func (s *suite) measure(ctx context.Context) error {
+	for _, stage := range s.stageGroups() {
+		if err := s.runStage(ctx, stage); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stage is the clusters of one stage, one per target, and why a target
+// cannot run (its cluster did not start, or a topic of it was not deleted).
+type stage struct {
+	clusters map[targetKind]*cluster
+	failed   map[targetKind]string
+}
+
+func (s *suite) runStage(ctx context.Context, gs [][]string) error {
+	brokers := s.ws[gs[0][0]].brokers
+	st := &stage{clusters: map[targetKind]*cluster{}, failed: map[targetKind]string{}}
+	defer func() {
+		for _, c := range st.clusters {
+			c.stop()
+			os.RemoveAll(c.dir)
+		}
+	}()
+	for _, t := range s.cfg.Targets {
+		if !slices.ContainsFunc(slices.Concat(gs...), func(w string) bool { return runsWorkload(t, w) }) {
+			continue // null-rf in w1's stage
+		}
+		dir := filepath.Join(s.cfg.Out, "runs", fmt.Sprintf("%s-%dbrokers", t, brokers))
+		os.RemoveAll(dir)
+		c, err := s.start(ctx, startOpts{kind: t, brokers: brokers, dir: dir, kbroker: s.bins(t)})
 		if err != nil {
-			rr.Err = err.Error()
+			st.failed[t] = "starting the cluster: " + err.Error()
+			continue
 		}
-		s.record(rr)
+		st.clusters[t] = c
+	}
+	for _, g := range gs {
+		for rep := 1 - s.cfg.WarmupReps; rep <= s.cfg.Reps; rep++ {
+			for pos, t := range rotation(s.cfg.Targets, rep) {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				s.runGroup(ctx, st, g, t, rep, pos+1)
+			}
+		}
+	}
+	return nil
+}
+
+// runGroup runs the group's workloads of target t in order on its cluster:
+// each produce workload on a topic created fresh, the consumers that read
+// it next, then the topic deleted. Repetitions rep <= 0 are the warm-up:
+// run the same way, not recorded.
+func (s *suite) runGroup(ctx context.Context, st *stage, g []string, t targetKind, rep, pos int) {
+	steps := slices.DeleteFunc(slices.Clone(g), func(w string) bool { return !runsWorkload(t, w) })
+	prevErr := ""
+	for i, name := range steps {
+		w := s.ws[name]
+		rr := runRecord{Workload: name, Target: t, Rep: rep, Position: pos, Err: st.failed[t]}
+		if w.reads != "" && prevErr != "" && rr.Err == "" {
+			rr.Err = w.reads + " failed before it"
+		}
+		if rr.Err == "" {
+			rr = s.runOne(ctx, st, name, rr)
+		}
+		readNext := i+1 < len(steps) && s.ws[steps[i+1]].reads == name
+		if c := st.clusters[t]; c != nil && st.failed[t] == "" && !readNext {
+			if err := deleteTopic(ctx, c.addrs, w.load.Topic, c.dataLeft); err != nil {
+				// The rule is broken for every later run of t: say so there.
+				st.failed[t] = fmt.Sprintf("the topic of %s %s was not deleted: %v", name, repName(rep, s.cfg.WarmupReps), err)
+				if rr.Err == "" {
+					rr.Err = st.failed[t]
+				}
+			}
+		}
+		if w.reads == "" {
+			prevErr = rr.Err
+		}
+		s.record(rr, st.clusters[t])
 	}
 }
 
-// topUp produces, unmeasured, until the topic of lc holds want records, so
-// that w3 reads the same volume from every target whatever w2 managed.
-func (s *suite) topUp(ctx context.Context, c *cluster, lc loadConfig, want int64) error {
-	adm, cl, err := adminClient(c.addrs)
-	if err != nil {
-		return err
+// runOne runs workload name on the target's cluster, measuring its
+// brokers and, as bystanders, the other clusters of the stage.
+func (s *suite) runOne(ctx context.Context, st *stage, name string, rr runRecord) runRecord {
+	c := st.clusters[rr.Target]
+	lc := s.ws[name].load
+	lc.Brokers, lc.Pids = c.addrs, c.pids()
+	var others []int
+	for t, o := range st.clusters {
+		if t != rr.Target {
+			others = append(others, o.pids()...)
+		}
 	}
-	ends, err := adm.ListEndOffsets(ctx, lc.Topic)
-	cl.Close()
-	if err != nil {
-		return err
-	}
-	var have int64
-	ends.Each(func(o kadm.ListedOffset) { have += o.Offset })
-	if have >= want {
-		return nil
-	}
-	lc.Brokers, lc.Records, lc.Duration, lc.Warmup = c.addrs, want-have, 0, 0
+	bystanders := watchProcs(others)
+	rr.LoadAvg = loadAvg()
+	start := time.Now()
 	res, err := runLoad(ctx, lc)
-	if err == nil && res.Errors > 0 {
-		err = fmt.Errorf("%d produce errors, first: %s", res.Errors, res.FirstError)
+	rr.Bystanders, rr.Wall = bystanders.finish().CPU, time.Since(start)
+	rr.Result = res
+	if err != nil {
+		rr.Err = err.Error()
 	}
-	log.Printf("w3 %-7s: topped up w2's topic from %d to %d records", c.kind, have, have+res.Records)
-	return err
+	return rr
 }
 
-func (s *suite) record(rr runRecord) {
-	s.runs = append(s.runs, rr)
+func repName(rep, warmups int) string {
+	if rep <= 0 {
+		return fmt.Sprintf("warm-up %d", rep+warmups)
+	}
+	return fmt.Sprintf("rep %d", rep)
+}
+
+func (s *suite) record(rr runRecord, c *cluster) {
+	warm := rr.Rep <= 0
+	if !warm {
+		s.runs = append(s.runs, rr)
+	}
+	if s.after != nil {
+		s.after(rr, c)
+	}
+	what := repName(rr.Rep, s.cfg.WarmupReps)
 	if rr.Err != "" {
-		log.Printf("%s %-7s rep %d: FAILED: %s", rr.Workload, rr.Target, rr.Rep, rr.Err)
+		s.logf("%s %-7s %s: FAILED: %s", rr.Workload, rr.Target, what, rr.Err)
 		return
 	}
-	log.Printf("%s %-7s rep %d (load %s): %s", rr.Workload, rr.Target, rr.Rep, rr.LoadAvg, rr.Result)
+	s.logf("%s %-7s %s (load %s): %s", rr.Workload, rr.Target, what, rr.LoadAvg, rr.Result)
 }
 
 func (s *suite) writeJSON() error {
@@ -227,238 +399,24 @@ func (s *suite) writeJSON() error {
 	return os.WriteFile(filepath.Join(s.cfg.Out, "results.json"), b, 0o644)
 }
 
-// metric is one row of the table.
-type metric struct {
-	name   string
-	get    func(loadResult) float64
-	format func(float64) string
-	lower  bool // lower is better (for the reader; ratios are plain)
-}
-
-func num(f float64) string   { return fmt.Sprintf("%.0f", f) }
-func num2(f float64) string  { return fmt.Sprintf("%.2f", f) }
-func num1(f float64) string  { return fmt.Sprintf("%.1f", f) }
-func msFmt(f float64) string { return fmtDur(time.Duration(f)) }
-func mib(f float64) string   { return fmt.Sprintf("%.0f", f/(1<<20)) }
-
-var (
-	mRecs    = metric{"records/s", loadResult.RecPerSec, num, false}
-	mCount   = metric{"records read", func(r loadResult) float64 { return float64(r.Records) }, num, false}
-	mMB      = metric{"MB/s", loadResult.MBPerSec, num2, false}
-	mAck50   = metric{"ack p50", func(r loadResult) float64 { return float64(r.AckP50) }, msFmt, true}
-	mAck99   = metric{"ack p99", func(r loadResult) float64 { return float64(r.AckP99) }, msFmt, true}
-	mAck999  = metric{"ack p99.9", func(r loadResult) float64 { return float64(r.AckP999) }, msFmt, true}
-	mE2E50   = metric{"e2e p50", func(r loadResult) float64 { return float64(r.E2EP50) }, msFmt, true}
-	mE2E99   = metric{"e2e p99", func(r loadResult) float64 { return float64(r.E2EP99) }, msFmt, true}
-	mCPU     = metric{"broker CPU ms/MB", loadResult.CPUPerMB, num1, true}
-	mHWM     = metric{"peak RSS MiB (VmHWM, max of brokers)", func(r loadResult) float64 { return float64(r.Usage.MaxHWM) }, mib, true}
-	mAnon    = metric{"peak anon RSS MiB (max of brokers)", func(r loadResult) float64 { return float64(r.Usage.MaxAnon) }, mib, true}
-	wMetrics = map[string][]metric{
-		"w1": {mRecs, mMB, mAck50, mAck99, mAck999, mCPU, mHWM, mAnon},
-		"w2": {mRecs, mMB, mAck50, mAck99, mAck999, mCPU, mHWM, mAnon},
-		"w3": {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
-		"w4": {mRecs, mE2E50, mE2E99, mAck50, mAck99, mCPU, mHWM, mAnon},
-	}
-)
-
-// median of the metric over the successful runs of w on t; ok false if none.
-func (s *suite) median(w string, t targetKind, m metric) (float64, bool) {
-	var vs []float64
-	for _, rr := range s.runs {
-		if rr.Workload == w && rr.Target == t && rr.Err == "" {
-			vs = append(vs, m.get(rr.Result))
+func (s *suite) header() {
+	fmt.Fprintf(s.out, "# kbroker benchmark, %s\n\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(s.out, "- machine: %d CPUs (%s), %s; load average before: %s\n", runtime.NumCPU(), cpuModel(), memTotal(), loadAvg())
+	fmt.Fprintf(s.out, "- targets %v, %d measured repetitions each after %d warm-up repetition(s), alternated, the order rotated by one each repetition\n",
+		s.cfg.Targets, s.cfg.Reps, s.cfg.WarmupReps)
+	var caps []string
+	for _, w := range []string{"w1", "w2", "w2-acks1", "w4"} {
+		if s.enabled(w) {
+			caps = append(caps, fmt.Sprintf("%s %d (warm-up %d)", w, s.cfg.Caps[w], s.ws[w].load.WarmRecords))
 		}
 	}
-	if len(vs) == 0 {
-		return 0, false
-	}
-	slices.Sort(vs)
-	if len(vs)%2 == 1 {
-		return vs[len(vs)/2], true
-	}
-	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2, true
-}
-
-func (s *suite) okRuns(w string, t targetKind) int {
-	n := 0
-	for _, rr := range s.runs {
-		if rr.Workload == w && rr.Target == t && rr.Err == "" {
-			n++
-		}
-	}
-	return n
-}
-
-func (s *suite) table() {
-	desc := map[string]string{
-		"w1": "1 partition, 100 B records, acks=1, RF=1, 1 broker",
-		"w2": "12 partitions, 1 KiB records, acks=all (idempotent), RF=3, 3 brokers",
-		"w3": "consume w2's topic from the start (topped up to a fixed volume), 3 brokers",
-		"w4": "e2e at 5,000 records/s, 12 partitions, 1 KiB, acks=all (idempotent), RF=3, 3 brokers, linger 0",
-	}
-	fmt.Fprintf(s.out, "\n## Results (medians of %d runs)\n\n", s.cfg.Reps)
-	cols := append([]string{"workload", "metric"}, targetNames(s.cfg.Targets)...)
-	has := func(k targetKind) bool { return slices.Contains(s.cfg.Targets, k) }
-	if has(kindKbroker) && has(kindKfake) {
-		cols = append(cols, "kbroker/kfake")
-	}
-	if has(kindKbroker) && has(kindNull) {
-		cols = append(cols, "kbroker/null")
-	}
-	if has(kindKbroker) && has(kindKbrokerB) {
-		cols = append(cols, "kbroker/kbroker-b")
-	}
-	if has(kindKbroker) && has(kindNullRF) {
-		cols = append(cols, "kbroker/null-rf")
-	}
-	fmt.Fprintf(s.out, "| %s |\n|%s\n", strings.Join(cols, " | "), strings.Repeat("---|", len(cols)))
-	for _, w := range []string{"w1", "w2", "w3", "w4"} {
-		if !s.ran(w) {
-			continue
-		}
-		for i, m := range wMetrics[w] {
-			label := ""
-			if i == 0 {
-				label = fmt.Sprintf("**%s** %s", w, desc[w])
-			}
-			row := []string{label, m.name}
-			vals := map[targetKind]float64{}
-			for _, t := range s.cfg.Targets {
-				v, ok := s.median(w, t, m)
-				if !ok {
-					if s.attempted(w, t) {
-						row = append(row, "failed")
-					} else {
-						row = append(row, "-")
-					}
-					continue
-				}
-				vals[t] = v
-				cell := m.format(v)
-				if n := s.okRuns(w, t); n < s.cfg.Reps {
-					cell += fmt.Sprintf(" (%d/%d runs)", n, s.cfg.Reps)
-				}
-				row = append(row, cell)
-			}
-			for _, other := range []targetKind{kindKfake, kindNull, kindKbrokerB, kindNullRF} {
-				if has(kindKbroker) && has(other) {
-					row = append(row, ratio(vals, kindKbroker, other))
-				}
-			}
-			fmt.Fprintf(s.out, "| %s |\n", strings.Join(row, " | "))
-		}
-	}
-	s.failures()
-}
-
-// attempted says whether t ran w at all (null-rf runs only w2).
-func (s *suite) attempted(w string, t targetKind) bool {
-	return slices.ContainsFunc(s.runs, func(rr runRecord) bool { return rr.Workload == w && rr.Target == t })
-}
-
-func (s *suite) ran(w string) bool {
-	return slices.ContainsFunc(s.runs, func(rr runRecord) bool { return rr.Workload == w })
-}
-
-func (s *suite) failures() {
-	first := true
-	for _, rr := range s.runs {
-		if rr.Err == "" && rr.Result.Errors == 0 {
-			continue
-		}
-		if first {
-			fmt.Fprintf(s.out, "\nFailed runs or runs with client errors:\n\n")
-			first = false
-		}
-		msg := rr.Err
-		if msg == "" {
-			msg = fmt.Sprintf("%d client errors, first: %s", rr.Result.Errors, rr.Result.FirstError)
-		}
-		fmt.Fprintf(s.out, "- %s %s rep %d: %s\n", rr.Workload, rr.Target, rr.Rep, msg)
-	}
-}
-
-func ratio(vals map[targetKind]float64, a, b targetKind) string {
-	va, oka := vals[a]
-	vb, okb := vals[b]
-	if !oka || !okb || vb == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fx", va/vb)
-}
-
-func targetNames(ts []targetKind) []string {
-	var out []string
-	for _, t := range ts {
-		out = append(out, string(t))
-	}
-	return out
-}
-
-// targets checks issue 8's targets that the table can decide.
-func (s *suite) targets() {
-	fmt.Fprintf(s.out, "\n## Issue 8 targets\n\n")
-	check := func(name string, w string, m metric, other targetKind, factor float64, atLeast bool) {
-		k, ok1 := s.median(w, kindKbroker, m)
-		o, ok2 := s.median(w, other, m)
-		if !ok1 || !ok2 {
-			fmt.Fprintf(s.out, "- %s: not measured\n", name)
-			return
-		}
-		limit := o * factor
-		met := k <= limit
-		cmp := "<="
-		if atLeast {
-			met, cmp = k >= limit, ">="
-		}
-		verdict := "MISSED"
-		if met {
-			verdict = "met"
-		}
-		fmt.Fprintf(s.out, "- %s: kbroker %s vs %s %.2fx %s = %s: %s (%.2fx)\n", name, m.format(k), cmp,
-			factor, other, m.format(limit), verdict, k/o)
-	}
-	check("w1 records/s >= 0.95x null", "w1", mRecs, kindNull, 0.95, true)
-	check("w1 broker CPU per MB <= 1.2x null", "w1", mCPU, kindNull, 1.2, false)
-	check("w2 MB/s >= kfake (3 brokers)", "w2", mMB, kindKfake, 1, true)
-	check("w2 brokers' CPU per MB <= 3x null", "w2", mCPU, kindNull, 3, false)
-	s.replicationFloor()
-	check("w3 MB/s >= 1.5x kfake", "w3", mMB, kindKfake, 1.5, true)
-	check("w4 e2e p99 <= kfake", "w4", mE2E99, kindKfake, 1, false)
-	var worst, worstAnon int64
-	for _, rr := range s.runs {
-		if rr.Workload == "w2" && rr.Target == kindKbroker && rr.Err == "" {
-			worst = max(worst, rr.Result.Usage.MaxHWM)
-			worstAnon = max(worstAnon, rr.Result.Usage.MaxAnon)
-		}
-	}
-	if worst > 0 {
-		verdict := "MISSED"
-		if worst < 300<<20 {
-			verdict = "met"
-		}
-		anonVerdict := "MISSED"
-		if worstAnon < 300<<20 {
-			anonVerdict = "met"
-		}
-		fmt.Fprintf(s.out, "- w2 each broker's RSS < 300 MiB: largest VmHWM of any broker in any run %s (includes mapped segment pages): %s; "+
-			"largest RssAnon (page cache aside) %s: %s\n", fmtBytes(worst), verdict, fmtBytes(worstAnon), anonVerdict)
-	}
-}
-
-// replicationFloor puts w2's CPU per MB beside null-rf's, the null broker
-// writing every batch once per replica: what three page-cache copies of each
-// byte cost on this machine with no protocol, network or validation work.
-// Context for the 3x-null target, not a target itself.
-func (s *suite) replicationFloor() {
-	k, ok1 := s.median("w2", kindKbroker, mCPU)
-	n, ok2 := s.median("w2", kindNull, mCPU)
-	f, ok3 := s.median("w2", kindNullRF, mCPU)
-	if !ok1 || !ok2 || !ok3 || n == 0 || f == 0 {
-		return
-	}
-	fmt.Fprintf(s.out, "  - context: null-rf (the null broker writing each batch once per replica, nothing else) "+
-		"costs %s ms/MB = %.2fx null; kbroker costs %.2fx null-rf\n", num1(f), f/n, k/f)
+	fmt.Fprintf(s.out, "- records per repetition: %s; w3 reads all of w2's topic; each topic deleted after its repetition and created fresh for the next\n",
+		strings.Join(caps, ", "))
+	fmt.Fprintf(s.out, "- client: franz-go, one producer; linger 10ms (w4: 0), batches up to %d B, %d records buffered, %d produce requests in flight per broker, no compression\n",
+		clientBatchMaxBytes, clientMaxBuffered, clientMaxInflight)
+	fmt.Fprintf(s.out, "- kbroker binary: %s %s\n", s.cfg.Kbroker, s.cfg.Note)
+	fmt.Fprintf(s.out, "- %s\n", pageReporting())
+	fmt.Fprintf(s.out, "- command: %s\n\n", strings.Join(os.Args, " "))
 }
 
 // pageReporting describes the guest's free page reporting, which decides

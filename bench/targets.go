@@ -42,7 +42,27 @@ type cluster struct {
 	pprof []string // pprof addresses (profiling kbroker only)
 	procs []*exec.Cmd
 	exits []chan struct{}
-	dir   string // kbroker: its data and logs
+	dir   string // its data and logs
+	// inProcess, if not nil, stops a target that runs inside this process
+	// (the suite's tests); such a target has no pids to measure.
+	inProcess func()
+}
+
+// dataLeft counts the files or directories of topic's partitions still in
+// the target's data directory: kbroker's partition directories, the null
+// broker's partition files; kfake keeps none.
+func (c *cluster) dataLeft(topic string) int {
+	var pattern string
+	switch c.kind {
+	case kindKbroker, kindKbrokerB:
+		pattern = filepath.Join(c.dir, "node-*", topic+"-[0-9]*")
+	case kindNull, kindNullRF:
+		pattern = filepath.Join(c.dir, topic+"-[0-9]*")
+	default:
+		return 0
+	}
+	m, _ := filepath.Glob(pattern)
+	return len(m)
 }
 
 func (c *cluster) pids() []int {
@@ -55,6 +75,10 @@ func (c *cluster) pids() []int {
 
 // stop ends every process with SIGTERM, then SIGKILL after 20 s.
 func (c *cluster) stop() {
+	if c.inProcess != nil {
+		c.inProcess()
+		return
+	}
 	var wg sync.WaitGroup
 	for i, p := range c.procs {
 		wg.Add(1)
@@ -293,7 +317,7 @@ func startSelf(ctx context.Context, o startOpts) (*cluster, error) {
 	}
 	defer logf.Close()
 	cmd.Stderr = logf
-	c := &cluster{kind: o.kind}
+	c := &cluster{kind: o.kind, dir: o.dir}
 	if err := c.launch(cmd); err != nil {
 		return nil, err
 	}
