@@ -74,16 +74,6 @@ func appendErrorCode(err error, resigned bool) int16 {
 	return ke.Code
 }
 
-// errorCode is the Kafka code of err: its kerr code, else
-// UNKNOWN_SERVER_ERROR (Kafka's Errors.forException).
-func errorCode(err error) int16 {
-	var ke *kerr.Error
-	if errors.As(err, &ke) {
-		return ke.Code
-	}
-	return codeUnknownServerError
-}
-
 // fencedForVersion turns PRODUCER_FENCED into INVALID_PRODUCER_EPOCH for
 // request versions older than KIP-588's (oldest that knows PRODUCER_FENCED
 // is firstFenced), as KafkaApis does: older clients handle only the latter.

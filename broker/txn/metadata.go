@@ -161,9 +161,6 @@ func (m *txnMetadata) prepareFenceProducerEpoch() (*txnState, error) {
 // the epoch the client sent (KIP-360 recovery) or nil for a new producer.
 // A code instead of a transition: the client is fenced.
 func (m *txnMetadata) prepareIncrementProducerEpoch(timeoutMs int32, expected *int16, nowMs int64) (*txnState, int16, error) {
-	if m.epochExhausted() {
-		return nil, 0, fmt.Errorf("txn %q: producer epochs of %d exhausted", m.id, m.producerID)
-	}
 	epoch, last := m.producerEpoch+1, noProducerEpoch
 	switch {
 	case expected == nil: // a new producer: always bump
@@ -177,6 +174,10 @@ func (m *txnMetadata) prepareIncrementProducerEpoch(timeoutMs int32, expected *i
 		epoch, last = m.producerEpoch, m.lastProducerEpoch
 	default:
 		return nil, codeProducerFenced, nil
+	}
+	if epoch != m.producerEpoch && m.epochExhausted() {
+		// The caller rotates the producer id instead.
+		return nil, 0, fmt.Errorf("txn %q: producer epochs of %d exhausted", m.id, m.producerID)
 	}
 	t := m.clone()
 	t.state, t.producerEpoch, t.lastProducerEpoch = Empty, epoch, last

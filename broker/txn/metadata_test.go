@@ -65,10 +65,18 @@ func TestEpochBumps(t *testing.T) {
 }
 
 func TestEpochExhaustion(t *testing.T) {
-	m := metadataAt(Empty, 1, math.MaxInt16-1, -1)
+	m := metadataAt(Empty, 1, math.MaxInt16-1, math.MaxInt16-2)
 	if _, _, err := m.prepareIncrementProducerEpoch(30000, nil, 2000); err == nil {
 		t.Fatal("bump of an exhausted epoch allowed")
 	}
+	// Fencing and retries are answered before exhaustion matters.
+	if _, code, err := m.prepareIncrementProducerEpoch(30000, epochPtr(3), 2000); code != codeProducerFenced || err != nil {
+		t.Fatalf("stale epoch at exhaustion: %d %v", code, err)
+	}
+	if tr, code, err := m.prepareIncrementProducerEpoch(30000, epochPtr(math.MaxInt16-2), 2000); code != 0 || err != nil || tr.producerEpoch != math.MaxInt16-1 {
+		t.Fatalf("retry at exhaustion: %v %d %v", tr, code, err)
+	}
+	m.abandon()
 	tr, err := m.prepareProducerIDRotation(2, 30000, 2000, true)
 	mustComplete(t, m, tr, err)
 	if m.producerID != 2 || m.producerEpoch != 0 || m.lastProducerEpoch != math.MaxInt16-1 || m.prevProducerID != 1 {

@@ -20,7 +20,7 @@ type Record = group.Record
 // Kafka skips keys of any other version.
 const (
 	keyVersion          int16 = 0
-	valueVersionLegacy  int16 = 0 // transaction.version 0: not flexible
+	valueVersionLegacy  int16 = 0 // finalized transaction.version 0: not flexible
 	valueVersionCurrent int16 = 1 // transaction.version 1+: flexible, tagged fields
 )
 
@@ -28,15 +28,6 @@ var (
 	errUnknownKeyVersion = errors.New("txn: unknown __transaction_state key version")
 	errCorruptRecord     = errors.New("txn: corrupt __transaction_state record")
 )
-
-// valueVersionFor is the value version Kafka writes at a finalized
-// transaction.version level (TransactionVersion.transactionLogValueVersion).
-func valueVersionFor(level int16) int16 {
-	if level >= int16(TV1) {
-		return valueVersionCurrent
-	}
-	return valueVersionLegacy
-}
 
 // encodeKey returns TransactionLogKey v0: | int16 0 | int16 len | id |.
 func encodeKey(id string) []byte {
