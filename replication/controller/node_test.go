@@ -406,13 +406,13 @@ func TestHandleWhenNotActive(t *testing.T) {
 		t.Fatalf("api versions %v %+v", err, av)
 	}
 	// Over the wire, through the controller port of a non-active node.
-	resp, err = n.client.roundTrip(ctxT(t, 5*time.Second), n.advertised, req)
+	resp, err = n.client.RoundTrip(ctxT(t, 5*time.Second), n.advertised, req)
 	if err != nil || resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != kerr.NotController.Code {
 		t.Fatalf("wire: %v %+v", err, resp)
 	}
 	v9 := kmsg.NewPtrApiVersionsRequest()
 	v9.Version = 9
-	resp, err = n.client.roundTrip(ctxT(t, 5*time.Second), n.advertised, v9)
+	resp, err = n.client.RoundTrip(ctxT(t, 5*time.Second), n.advertised, v9)
 	if err != nil || resp.(*kmsg.ApiVersionsResponse).ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("api versions v9 over the wire: %v %+v", err, resp)
 	}
