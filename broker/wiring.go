@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net"
@@ -10,9 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/protocol"
@@ -131,64 +127,6 @@ func (b *Broker) interBrokerAddr(id int32) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// alterPartition sends ISR changes to the active controller.
-func (b *Broker) alterPartition(ctx context.Context, changes []replication.AlterISR) ([]replication.AlterISRResult, error) {
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.SetVersion(2)
-	req.BrokerID = b.cfg.NodeID
-	req.BrokerEpoch = b.ctrl.BrokerEpoch()
-	index := make(map[[16]byte]int)
-	for _, c := range changes {
-		i, ok := index[c.TopicID]
-		if !ok {
-			i = len(req.Topics)
-			index[c.TopicID] = i
-			t := kmsg.NewAlterPartitionRequestTopic()
-			t.TopicID, t.Topic = c.TopicID, c.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		p := kmsg.NewAlterPartitionRequestTopicPartition()
-		p.Partition, p.LeaderEpoch, p.PartitionEpoch = c.Partition, c.LeaderEpoch, c.PartitionEpoch
-		p.NewISR = c.NewISR
-		// v3 carries broker epochs with the ISR (KIP-903); whichever version
-		// the forwarder settles on finds the ISR.
-		for _, id := range c.NewISR {
-			p.NewEpochISR = append(p.NewEpochISR, kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{BrokerID: id, BrokerEpoch: -1})
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
-	}
-	resp, err := b.ctrl.Forward(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	r := resp.(*kmsg.AlterPartitionResponse)
-	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-		return nil, err
-	}
-	type key struct {
-		id [16]byte
-		p  int32
-	}
-	got := make(map[key]replication.AlterISRResult)
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			got[key{t.TopidID, p.Partition}] = replication.AlterISRResult{
-				ISR: p.ISR, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				Err: kerr.ErrorForCode(p.ErrorCode),
-			}
-		}
-	}
-	out := make([]replication.AlterISRResult, len(changes))
-	for i, c := range changes {
-		res, ok := got[key{c.TopicID, c.Partition}]
-		if !ok {
-			res.Err = fmt.Errorf("AlterPartition: no answer for %s-%d", c.Topic, c.Partition)
-		}
-		out[i] = res
-	}
-	return out, nil
 }
 
 func isControllerListener(cfg *config.Config, name string) bool {
