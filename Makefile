@@ -8,6 +8,7 @@ PKGS    := ./...
 FUZZ_PARSE    ?= 80000x
 FUZZ_BATCHES  ?= 50000x
 FUZZ_DISPATCH ?= 8000x
+FUZZ_PROPS    ?= 50000x
 
 .PHONY: all build run test unit compat fuzz vet bench bench-go bench-tools bench-load bench-quick cluster cluster-stop clean chaos chaos-short
 
@@ -51,6 +52,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZ_PARSE) ./protocol/
 	$(GO) test -run '^$$' -fuzz '^FuzzBatches$$' -fuzztime $(FUZZ_BATCHES) ./storage/
 	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) ./broker/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PROPS) ./internal/properties/
 
 # Benchmarks (issue 8; not part of make test). make bench runs both halves:
 # bench-go, the Go benchmarks of storage and the request path, and
