@@ -3,9 +3,9 @@ package compat
 import (
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // kbrokerBin is the binary under test: $KBROKER_BIN, or built once here.
@@ -21,19 +21,13 @@ func run(m *testing.M) int {
 		return m.Run()
 	}
 	if os.Getenv("KBROKER_SEEDS") == "" {
-		dir, err := os.MkdirTemp("", "kbroker-compat-bin-")
+		bin, cleanup, err := testsupport.BuildKbroker("../cmd/kbroker")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
-		kbrokerBin = filepath.Join(dir, "kbroker")
-		build := exec.Command("go", "build", "-o", kbrokerBin, "../cmd/kbroker")
-		build.Stdout, build.Stderr = os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building kbroker:", err)
-			return 1
-		}
+		defer cleanup()
+		kbrokerBin = bin
 	}
 	return m.Run()
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // barrierHandler answers Metadata only once `want` Metadata requests are in
@@ -65,19 +67,13 @@ func startPoolServer(t *testing.T, h Handler) (*Server, string) {
 	return s, l.Addr().String()
 }
 
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // RoundTrip sends the version the caller set, with no ApiVersions first.
 func TestPoolRoundTripSendsVersionAsSet(t *testing.T) {
 	h := newBarrierHandler(1)
 	_, addr := startPoolServer(t, h)
 	p := NewPool("test", 2, 1<<20)
 	defer p.Close()
-	resp, err := p.RoundTrip(testCtx(t), addr, metadataFor("x"))
+	resp, err := p.RoundTrip(testsupport.Context(t, 10*time.Second), addr, metadataFor("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +91,7 @@ func TestPoolConcurrentRequestsDoNotQueue(t *testing.T) {
 	s, addr := startPoolServer(t, h)
 	p := NewPool("test", 1, 1<<20)
 	defer p.Close()
-	ctx := testCtx(t)
+	ctx := testsupport.Context(t, 10*time.Second)
 	errs := make(chan error, n)
 	for range n {
 		go func() {
@@ -128,7 +124,7 @@ func TestPoolDropsFailedClient(t *testing.T) {
 	_, addr := startPoolServer(t, h)
 	p := NewPool("test", 2, 1<<20)
 	defer p.Close()
-	ctx := testCtx(t)
+	ctx := testsupport.Context(t, 10*time.Second)
 	if _, err := p.RoundTrip(ctx, addr, kmsg.NewPtrProduceRequest()); err == nil {
 		t.Fatal("request on a connection the server closes succeeded")
 	}
@@ -148,7 +144,7 @@ func TestPoolApiVersionsFallbackToV0(t *testing.T) {
 	defer p.Close()
 	av := kmsg.NewPtrApiVersionsRequest()
 	av.Version = 9
-	resp, err := p.RoundTrip(testCtx(t), addr, av)
+	resp, err := p.RoundTrip(testsupport.Context(t, 10*time.Second), addr, av)
 	if err != nil || resp.(*kmsg.ApiVersionsResponse).ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("%v %+v", err, resp)
 	}
@@ -157,11 +153,11 @@ func TestPoolApiVersionsFallbackToV0(t *testing.T) {
 func TestPoolClosed(t *testing.T) {
 	_, addr := startPoolServer(t, newBarrierHandler(1))
 	p := NewPool("test", 2, 1<<20)
-	if _, err := p.RoundTrip(testCtx(t), addr, metadataFor("x")); err != nil {
+	if _, err := p.RoundTrip(testsupport.Context(t, 10*time.Second), addr, metadataFor("x")); err != nil {
 		t.Fatal(err)
 	}
 	p.Close()
-	if _, err := p.RoundTrip(testCtx(t), addr, metadataFor("x")); !errors.Is(err, ErrPoolClosed) {
+	if _, err := p.RoundTrip(testsupport.Context(t, 10*time.Second), addr, metadataFor("x")); !errors.Is(err, ErrPoolClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
@@ -171,7 +167,7 @@ func TestPoolResponseLimit(t *testing.T) {
 	_, addr := startPoolServer(t, newBarrierHandler(1))
 	p := NewPool("test", 2, 8)
 	defer p.Close()
-	if _, err := p.RoundTrip(testCtx(t), addr, metadataFor("x")); !errors.Is(err, ErrBadFrame) {
+	if _, err := p.RoundTrip(testsupport.Context(t, 10*time.Second), addr, metadataFor("x")); !errors.Is(err, ErrBadFrame) {
 		t.Fatalf("oversized response: %v", err)
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // kv is a test record; a nil value is a tombstone, a nil key is keyless.
@@ -201,7 +203,7 @@ func compactConfig() LogConfig {
 
 // appendInNewSegment appends the batches in a segment of their own (the
 // clock moves past segment.ms first).
-func appendInNewSegment(t testing.TB, clock *fakeClock, l *Log, batches ...kvBatch) {
+func appendInNewSegment(t testing.TB, clock *testsupport.Clock, l *Log, batches ...kvBatch) {
 	t.Helper()
 	clock.Advance(2 * time.Minute)
 	for _, b := range batches {

@@ -16,6 +16,8 @@ import (
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // batchSpec describes a test batch; build encodes it in the v2 format with
@@ -151,24 +153,9 @@ func batchOfSize(t testing.TB, size int, ts int64) []byte {
 	return nil
 }
 
-// fakeClock is an injectable clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_700_000_000_000)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newFakeClock is the tests' manual clock, at a fixed start.
+func newFakeClock() *testsupport.Clock {
+	return testsupport.NewClock(time.UnixMilli(1_700_000_000_000))
 }
 
 // logBuffer captures log output for assertions.
@@ -202,7 +189,7 @@ func testLogger(t testing.TB) (*slog.Logger, *logBuffer) {
 type testEnv struct {
 	t     testing.TB
 	dir   string
-	clock *fakeClock
+	clock *testsupport.Clock
 	logs  *logBuffer
 	opts  LogOptions
 }

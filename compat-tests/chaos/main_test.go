@@ -6,11 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 var (
@@ -34,19 +35,13 @@ func runTests(m *testing.M) int {
 		kbrokerBin = bin
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "kbroker-chaos-bin-")
+	bin, cleanup, err := testsupport.BuildKbroker("../../cmd/kbroker")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	kbrokerBin = filepath.Join(dir, "kbroker")
-	build := exec.Command("go", "build", "-o", kbrokerBin, "../../cmd/kbroker")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building kbroker:", err)
-		return 1
-	}
+	defer cleanup()
+	kbrokerBin = bin
 	return m.Run()
 }
 
