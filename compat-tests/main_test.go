@@ -1,7 +1,6 @@
 package compat
 
 import (
-	"fmt"
 	"os"
 	"testing"
 
@@ -20,14 +19,11 @@ func run(m *testing.M) int {
 		kbrokerBin = bin
 		return m.Run()
 	}
-	if os.Getenv("KBROKER_SEEDS") == "" {
-		bin, cleanup, err := testsupport.BuildKbroker("../cmd/kbroker")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer cleanup()
-		kbrokerBin = bin
+	if os.Getenv("KBROKER_SEEDS") != "" {
+		return m.Run()
 	}
-	return m.Run()
+	return testsupport.RunWithBuiltKbroker("../cmd/kbroker", func(bin string) int {
+		kbrokerBin = bin
+		return m.Run()
+	})
 }

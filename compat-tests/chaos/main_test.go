@@ -35,14 +35,10 @@ func runTests(m *testing.M) int {
 		kbrokerBin = bin
 		return m.Run()
 	}
-	bin, cleanup, err := testsupport.BuildKbroker("../../cmd/kbroker")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer cleanup()
-	kbrokerBin = bin
-	return m.Run()
+	return testsupport.RunWithBuiltKbroker("../../cmd/kbroker", func(bin string) int {
+		kbrokerBin = bin
+		return m.Run()
+	})
 }
 
 // mode is KBROKER_CHAOS: "" (unit tests only), "short" (the run in make

@@ -7,21 +7,24 @@ import (
 	"path/filepath"
 )
 
-// BuildKbroker builds the kbroker binary from the package at cmdDir (a path
-// relative to the test's package, e.g. "../cmd/kbroker") into a new temp
-// dir, for a TestMain whose $KBROKER_BIN is unset. cleanup removes it. The
-// go command's output goes to the test's output.
-func BuildKbroker(cmdDir string) (bin string, cleanup func(), err error) {
+// RunWithBuiltKbroker builds the kbroker binary from the package at cmdDir
+// (relative to the test's package, e.g. "../cmd/kbroker") into a new temp
+// dir, calls run with its path and removes it afterwards: a TestMain's
+// answer when $KBROKER_BIN is unset. A failed build is printed and is exit
+// code 1. The go command's output goes to the test's output.
+func RunWithBuiltKbroker(cmdDir string, run func(bin string) int) int {
 	dir, err := os.MkdirTemp("", "kbroker-test-bin-")
 	if err != nil {
-		return "", nil, err
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
-	bin = filepath.Join(dir, "kbroker")
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "kbroker")
 	build := exec.Command("go", "build", "-o", bin, cmdDir)
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {
-		os.RemoveAll(dir)
-		return "", nil, fmt.Errorf("building kbroker: %w", err)
+		fmt.Fprintln(os.Stderr, "building kbroker:", err)
+		return 1
 	}
-	return bin, func() { os.RemoveAll(dir) }, nil
+	return run(bin)
 }
