@@ -12,6 +12,7 @@ FUZZ_BATCHES  ?= 50000x
 FUZZ_RECORDS  ?= 20000x
 FUZZ_CONTROL  ?= 20000x
 FUZZ_DISPATCH ?= 8000x
+FUZZ_PROPS    ?= 50000x
 
 .PHONY: all build run test unit compat fuzz vet bench bench-go bench-tools bench-load bench-quick cluster cluster-stop clean chaos chaos-short
 
@@ -60,6 +61,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZ_RECORDS) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzControl$$' -fuzztime $(FUZZ_CONTROL) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) ./broker/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PROPS) ./internal/properties/
 
 # Benchmarks (issues 8 and 20; not part of make test). make bench runs both
 # halves: bench-go, the Go benchmarks of storage and the request path, and

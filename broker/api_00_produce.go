@@ -53,10 +53,10 @@ func (b *Broker) handleProduce(_ context.Context, req *protocol.Request) protoco
 	if r.TransactionID != nil {
 		// Transactions are not served yet: refuse them loudly rather than
 		// write records no read_committed consumer could trust.
-		return protocol.Response{Body: fillProduceErrors(resp, r, kerr.TransactionalIDAuthorizationFailed.Code)}
+		return protocol.Response{Body: protocol.ErrorResponse(r, kerr.TransactionalIDAuthorizationFailed.Code)}
 	}
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
-		return protocol.Response{Body: fillProduceErrors(resp, r, kerr.InvalidRequiredAcks.Code)}
+		return protocol.Response{Body: protocol.ErrorResponse(r, kerr.InvalidRequiredAcks.Code)}
 	}
 	view := b.view()
 	var waits []pendingAck
@@ -223,20 +223,6 @@ func findProducePartition(resp *kmsg.ProduceResponse, part *replication.Partitio
 		}
 	}
 	return &kmsg.ProduceResponseTopicPartition{}
-}
-
-func fillProduceErrors(resp *kmsg.ProduceResponse, r *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
-	for _, rt := range r.Topics {
-		out := kmsg.NewProduceResponseTopic()
-		out.Topic, out.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
-			pr := kmsg.NewProduceResponseTopicPartition()
-			pr.Partition, pr.ErrorCode = rp.Partition, code
-			out.Partitions = append(out.Partitions, pr)
-		}
-		resp.Topics = append(resp.Topics, out)
-	}
-	return resp
 }
 
 // validateTimestamps applies message.timestamp.before.max.ms and

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/protocol"
 )
 
@@ -78,7 +79,7 @@ func runRequest(tb testing.TB, br *Broker, req kmsg.Request) kmsg.Response {
 }
 
 func benchProduceFrame(topic string, acks int16, batch []byte) []byte {
-	req := produceRequest(topic, acks, batch)
+	req := testsupport.ProduceRequest(topic, 0, acks, 30000, batch)
 	req.SetVersion(12)
 	return encodeFrame(req)
 }

@@ -68,8 +68,8 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 // listeners, registers with the active controller and waits until this broker
 // is unfenced (serving).
 func (b *Broker) Start(ctx context.Context) error {
-	if err := b.prepareDirs(); err != nil {
-		return err
+	if err := storage.PrepareLogDirs(b.cfg.LogDirs); err != nil {
+		return fmt.Errorf("log.dirs: %w", err)
 	}
 	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
 		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
@@ -105,7 +105,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := ctrl.WaitReady(ctx); err != nil {
 		return fmt.Errorf("waiting for the metadata log: %w", err)
 	}
-	if err := b.writeMetaProperties(ctrl.Image().ClusterID); err != nil {
+	if err := storage.WriteMetaProperties(b.cfg.LogDirs, b.cfg.NodeID, ctrl.Image().ClusterID); err != nil {
 		return err
 	}
 	b.logs.Start()
@@ -136,7 +136,7 @@ func (b *Broker) startControllerOnly(ctx context.Context) error {
 	if err := ctrl.WaitReady(ctx); err != nil {
 		return fmt.Errorf("waiting for the metadata log: %w", err)
 	}
-	if err := b.writeMetaProperties(ctrl.Image().ClusterID); err != nil {
+	if err := storage.WriteMetaProperties(b.cfg.LogDirs, b.cfg.NodeID, ctrl.Image().ClusterID); err != nil {
 		return err
 	}
 	b.serving.Store(true)
@@ -204,7 +204,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 // bindListeners binds every non-controller listener.
 func (b *Broker) bindListeners() error {
 	for _, l := range b.cfg.Listeners {
-		if isControllerListener(b.cfg, l.Name) {
+		if b.cfg.IsControllerListener(l.Name) {
 			continue
 		}
 		ln, err := net.Listen("tcp", l.Address())

@@ -23,7 +23,9 @@ type api struct {
 
 // apis is the dispatch table, one line per API. Minimums follow Kafka 4.0
 // (record batch v2 only); maximums are the newest versions whose semantics
-// kbroker implements.
+// kbroker implements. It is the one source of the versions served: each
+// api_NN_*.go header repeats its row for the reader, and dispatch_test.go
+// fails when the two disagree.
 func (b *Broker) apis() []api {
 	return []api{
 		{0, 3, 12, b.handleProduce},

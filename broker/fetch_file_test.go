@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/replication"
 )
 
@@ -20,7 +21,7 @@ func TestFetchRecordsCarryTheirSegmentFile(t *testing.T) {
 	createTopic(t, br, "files")
 	batch := benchBatch(100, 1000) // ~100 KiB: the writev/sendfile path
 	produce := func() {
-		resp := runRequest(t, br, produceRequest("files", 1, batch))
+		resp := runRequest(t, br, testsupport.ProduceRequest("files", 0, 1, 30000, batch))
 		if code := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 			t.Fatalf("produce: error %d", code)
 		}
@@ -103,19 +104,4 @@ func createTopic(tb testing.TB, br *Broker, name string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// produceRequest is a v9 Produce of one batch to partition 0 of topic.
-func produceRequest(topic string, acks int16, batch []byte) *kmsg.ProduceRequest {
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks = acks
-	req.TimeoutMillis = 30000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return req
 }

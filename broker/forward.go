@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/replication"
 )
 
 // forwardAdmin serves an admin request the way KRaft brokers do: it is
@@ -28,6 +29,17 @@ func (b *Broker) forwardAdmin(req *protocol.Request, timeoutMillis int32) protoc
 		b.catchUp(ctx)
 		return resp
 	}}
+}
+
+// alterPartition sends a leader's ISR changes to the active controller
+// (replication.AlterPartitionFunc).
+func (b *Broker) alterPartition(ctx context.Context, changes []replication.AlterISR) ([]replication.AlterISRResult, error) {
+	req := replication.AlterPartitionRequest(b.cfg.NodeID, b.ctrl.BrokerEpoch(), changes)
+	resp, err := b.ctrl.Forward(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return replication.AlterPartitionResults(changes, resp.(*kmsg.AlterPartitionResponse))
 }
 
 // catchUp waits until this broker has applied (and turned into partition

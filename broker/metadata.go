@@ -208,6 +208,14 @@ func logConfigFor(tc config.TopicConfig) storage.LogConfig {
 	}
 }
 
+// msDuration converts Kafka milliseconds to a Duration, saturating.
+func msDuration(ms int64) time.Duration {
+	if ms >= math.MaxInt64/int64(time.Millisecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
 // countElections counts the leader changes between two images: clean when
 // the new leader was in the previous ISR, unclean otherwise.
 func (b *Broker) countElections(prev, next *controller.Image) {

@@ -4,18 +4,18 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // startTestBroker runs a single-node broker in-process on free loopback
 // ports with its data in a temp dir, and stops it when the test ends.
 func startTestBroker(tb testing.TB, mutate ...func(*config.Config)) *Broker {
 	tb.Helper()
-	ports := freePorts(tb, 2)
+	ports := testsupport.FreePorts(tb, 2)
 	cfg := config.Defaults()
 	cfg.NodeID = 1
 	l, err := config.ParseListeners(fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", ports[0], ports[1]))
@@ -49,22 +49,4 @@ func startTestBroker(tb testing.TB, mutate ...func(*config.Config)) *Broker {
 		}
 	})
 	return b
-}
-
-func freePorts(tb testing.TB, n int) []int {
-	tb.Helper()
-	var out []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return out
 }

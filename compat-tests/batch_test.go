@@ -5,6 +5,8 @@ import (
 	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // rawBatch builds a v2 record batch by hand (what a producer sends), so tests
@@ -49,18 +51,8 @@ func (rb rawBatch) encode() []byte {
 	return b
 }
 
-// produceRaw sends one batch to topic/partition and returns the partition
-// answer.
+// produceRawReq is a Produce of one batch to topic/partition, whose answer
+// the test reads itself, with a 10 s timeout.
 func produceRawReq(topic string, partition int32, acks int16, batch []byte) *kmsg.ProduceRequest {
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks = acks
-	req.TimeoutMillis = 10000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	return req
+	return testsupport.ProduceRequest(topic, partition, acks, 10000, batch)
 }

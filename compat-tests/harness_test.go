@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kbroker/kbroker/internal/child"
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // node is one kbroker process under test.
@@ -59,25 +59,6 @@ type clusterOpts struct {
 	brokerOnly bool
 }
 
-// freePorts reserves n distinct loopback ports.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
-
 // seeds returns KBROKER_SEEDS when testing against a live cluster.
 func liveSeeds() []string {
 	if s := os.Getenv("KBROKER_SEEDS"); s != "" {
@@ -101,7 +82,7 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 	if opts.brokers == 0 {
 		opts.brokers = 1
 	}
-	ports := freePorts(t, 3*opts.brokers+2)
+	ports := testsupport.FreePorts(t, 3*opts.brokers+2)
 	c := &cluster{t: t}
 	base := t.TempDir()
 	var voters []string

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // target is where a test's clients connect: a cluster it started, or the
@@ -82,11 +84,8 @@ func newTopic(t *testing.T, adm *kadm.Client, partitions int32, rf int16, config
 	return name
 }
 
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxTimeout is a context that ends after d or with the test.
+var ctxTimeout = testsupport.Context
 
 // consumeN reads exactly n records from topic starting at the beginning of
 // every partition, failing the test on a deadline.

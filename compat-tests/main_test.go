@@ -1,11 +1,10 @@
 package compat
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // kbrokerBin is the binary under test: $KBROKER_BIN, or built once here.
@@ -20,20 +19,11 @@ func run(m *testing.M) int {
 		kbrokerBin = bin
 		return m.Run()
 	}
-	if os.Getenv("KBROKER_SEEDS") == "" {
-		dir, err := os.MkdirTemp("", "kbroker-compat-bin-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		kbrokerBin = filepath.Join(dir, "kbroker")
-		build := exec.Command("go", "build", "-o", kbrokerBin, "../cmd/kbroker")
-		build.Stdout, build.Stderr = os.Stdout, os.Stderr
-		if err := build.Run(); err != nil {
-			fmt.Fprintln(os.Stderr, "building kbroker:", err)
-			return 1
-		}
+	if os.Getenv("KBROKER_SEEDS") != "" {
+		return m.Run()
 	}
-	return m.Run()
+	return testsupport.RunWithBuiltKbroker("../cmd/kbroker", func(bin string) int {
+		kbrokerBin = bin
+		return m.Run()
+	})
 }

@@ -195,7 +195,7 @@ func Defaults() *Config {
 func (c *Config) deriveAdvertised(hostname func() string) []Listener {
 	var out []Listener
 	for _, l := range c.Listeners {
-		if c.isControllerListener(l.Name) {
+		if c.IsControllerListener(l.Name) {
 			continue
 		}
 		if l.wildcard() {
@@ -218,7 +218,9 @@ func osHostname() string {
 // HasRole reports whether process.roles contains role.
 func (c *Config) HasRole(role string) bool { return slices.Contains(c.ProcessRoles, role) }
 
-func (c *Config) isControllerListener(name string) bool {
+// IsControllerListener reports whether the listener named name is one of
+// controller.listener.names.
+func (c *Config) IsControllerListener(name string) bool {
 	return slices.Contains(c.ControllerListenerNames, name)
 }
 
@@ -227,7 +229,7 @@ func (c *Config) isControllerListener(name string) bool {
 // Listener on a controller-only node.
 func (c *Config) ClientListener() Listener {
 	for _, l := range c.Listeners {
-		if !c.isControllerListener(l.Name) {
+		if !c.IsControllerListener(l.Name) {
 			return l
 		}
 	}
@@ -240,7 +242,7 @@ func (c *Config) ClientListener() Listener {
 // ControllerListenAddr.
 func (c *Config) ControllerListener() (Listener, bool) {
 	for _, l := range c.Listeners {
-		if c.isControllerListener(l.Name) {
+		if c.IsControllerListener(l.Name) {
 			return l, true
 		}
 	}

@@ -2,41 +2,21 @@ package config
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
+
+	"github.com/kbroker/kbroker/internal/properties"
 )
 
 // propertiesCodec decodes Java .properties files (Kafka's server.properties)
-// for viper, which dropped its own properties support in 1.20. It keeps
-// keys flat: "log.dirs=/x" is the key log.dirs. It follows
-// java.util.Properties.load: # and ! comments, key and value separated by
-// '=', ':' or white space, a trailing backslash continues the line, and
-// the escapes \t \n \r \f \uXXXX and \<char>. A repeated key keeps its
-// last value.
+// for viper, which dropped its own properties support in 1.20, with the
+// reader meta.properties is read with too (internal/properties).
 type propertiesCodec struct{}
 
 func (propertiesCodec) Decode(b []byte, out map[string]any) error {
-	lines := strings.Split(strings.ReplaceAll(strings.ReplaceAll(string(b), "\r\n", "\n"), "\r", "\n"), "\n")
-	for i := 0; i < len(lines); i++ {
-		start := i + 1
-		line := trimLeftSpace(lines[i])
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
-		}
-		for endsWithContinuation(line) && i+1 < len(lines) {
-			i++
-			line = line[:len(line)-1] + trimLeftSpace(lines[i])
-		}
-		line = strings.TrimSuffix(line, "\\") // continuation on the last line
-		key, value := splitProperty(line)
-		k, err := unescapeProperty(key)
-		if err != nil {
-			return fmt.Errorf("line %d: %v", start, err)
-		}
-		v, err := unescapeProperty(value)
-		if err != nil {
-			return fmt.Errorf("line %d: %v", start, err)
-		}
+	props, err := properties.Parse(b)
+	if err != nil {
+		return err
+	}
+	for k, v := range props {
 		out[k] = v
 	}
 	return nil
@@ -45,75 +25,4 @@ func (propertiesCodec) Decode(b []byte, out map[string]any) error {
 // Encode is not needed: kbroker never writes config files.
 func (propertiesCodec) Encode(map[string]any) ([]byte, error) {
 	return nil, fmt.Errorf("config: writing properties is not supported")
-}
-
-func trimLeftSpace(s string) string { return strings.TrimLeft(s, " \t\f") }
-
-// endsWithContinuation reports whether line ends in an odd number of
-// backslashes.
-func endsWithContinuation(line string) bool {
-	n := 0
-	for i := len(line) - 1; i >= 0 && line[i] == '\\'; i-- {
-		n++
-	}
-	return n%2 == 1
-}
-
-// splitProperty splits a logical line at the first unescaped '=', ':' or
-// white space; white space around the separator is dropped.
-func splitProperty(line string) (key, value string) {
-	end := len(line)
-	for i := 0; i < len(line); i++ {
-		if line[i] == '\\' {
-			i++
-			continue
-		}
-		if strings.IndexByte("=: \t\f", line[i]) >= 0 {
-			end = i
-			break
-		}
-	}
-	key, rest := line[:end], trimLeftSpace(line[end:])
-	if rest != "" && (rest[0] == '=' || rest[0] == ':') {
-		rest = trimLeftSpace(rest[1:])
-	}
-	return key, rest
-}
-
-func unescapeProperty(s string) (string, error) {
-	if !strings.Contains(s, "\\") {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 == len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 'f':
-			b.WriteByte('\f')
-		case 'u':
-			if i+5 > len(s) {
-				return "", fmt.Errorf("malformed \\uxxxx escape in %q", s)
-			}
-			r, err := strconv.ParseUint(s[i+1:i+5], 16, 16)
-			if err != nil {
-				return "", fmt.Errorf("malformed \\uxxxx escape in %q", s)
-			}
-			b.WriteRune(rune(r))
-			i += 4
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String(), nil
 }

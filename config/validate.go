@@ -90,7 +90,7 @@ func (c *Config) validateListenerRoles(listeners string) []error {
 		}
 		if !slices.ContainsFunc(c.Listeners, func(l Listener) bool { return l.Name == c.InterBrokerListenerName }) {
 			add("inter.broker.listener.name=%s does not name a listener (listeners=%s)", c.InterBrokerListenerName, listeners)
-		} else if c.isControllerListener(c.InterBrokerListenerName) {
+		} else if c.IsControllerListener(c.InterBrokerListenerName) {
 			add("inter.broker.listener.name=%s is a controller listener; brokers must talk on another one", c.InterBrokerListenerName)
 		}
 	}
@@ -171,7 +171,7 @@ func (c *Config) validateTimeouts() []error {
 // listener.
 func (c *Config) hasExplicitControllerListener() bool {
 	for _, l := range c.Listeners {
-		if c.isControllerListener(l.Name) {
+		if c.IsControllerListener(l.Name) {
 			return true
 		}
 	}

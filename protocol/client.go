@@ -17,25 +17,37 @@ import (
 )
 
 // Client is a minimal Kafka client for broker-to-broker traffic (replica
-// fetchers): one connection, one request at a time, versions negotiated once
-// through ApiVersions. It is safe for concurrent use; requests are serialised.
+// fetchers, controller forwarding): one connection, one request at a time.
+// Request negotiates versions once per connection through ApiVersions;
+// RoundTrip sends the version set on the request as it is. It is safe for
+// concurrent use; requests are serialised.
 type Client struct {
 	addr     string
 	clientID string
 	dialer   net.Dialer
+	maxFrame int32 // largest response frame accepted
+	// reuseFrames makes responses alias a buffer the next request
+	// overwrites; off for pooled clients, whose next request may be
+	// another caller's.
+	reuseFrames bool
 
 	mu          sync.Mutex // guards the fields below; held for a whole round trip
 	nc          net.Conn
 	rd          *bufio.Reader
 	correlation int32
-	maxVersions map[int16]int16 // from the peer's ApiVersions
+	maxVersions map[int16]int16 // from the peer's ApiVersions; nil until negotiated on nc
 	buf         []byte          // request encoding, reused
-	respBuf     []byte          // response frames, reused: see Request
+	respBuf     []byte          // response frames, reused when reuseFrames: see Request
 }
 
 // NewClient returns a client for addr. It connects lazily.
 func NewClient(addr, clientID string) *Client {
-	return &Client{addr: addr, clientID: clientID, dialer: net.Dialer{Timeout: 5 * time.Second}}
+	return newClient(addr, clientID, 1<<30, true)
+}
+
+func newClient(addr, clientID string, maxFrame int32, reuseFrames bool) *Client {
+	return &Client{addr: addr, clientID: clientID, dialer: net.Dialer{Timeout: 5 * time.Second},
+		maxFrame: maxFrame, reuseFrames: reuseFrames}
 }
 
 // Addr returns the peer address.
@@ -55,6 +67,10 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	if err := c.connectLocked(ctx); err != nil {
 		return nil, err
 	}
+	if err := c.negotiateLocked(ctx); err != nil {
+		c.closeLocked()
+		return nil, err
+	}
 	peerMax, ok := c.maxVersions[req.Key()]
 	if !ok {
 		return nil, fmt.Errorf("%w: key %d at %s", ErrUnsupportedByPeer, req.Key(), c.addr)
@@ -64,6 +80,23 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 		v = cur
 	}
 	req.SetVersion(v)
+	return c.exchangeLocked(ctx, req)
+}
+
+// RoundTrip sends req at exactly the version set on it, without asking the
+// peer's versions first: for peers whose versions the caller knows (the
+// controller quorum is all kbroker). Errors and buffers are as for Request.
+func (c *Client) RoundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.connectLocked(ctx); err != nil {
+		return nil, err
+	}
+	return c.exchangeLocked(ctx, req)
+}
+
+// exchangeLocked is one round trip on the open connection, closed on error.
+func (c *Client) exchangeLocked(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	resp, err := c.roundTripLocked(ctx, req)
 	if err != nil {
 		c.closeLocked()
@@ -83,6 +116,7 @@ func (c *Client) closeLocked() {
 	if c.nc != nil {
 		c.nc.Close()
 		c.nc = nil
+		c.maxVersions = nil
 	}
 }
 
@@ -96,18 +130,24 @@ func (c *Client) connectLocked(ctx context.Context) error {
 	}
 	c.nc = nc
 	c.rd = bufio.NewReaderSize(nc, 64<<10)
+	return nil
+}
+
+// negotiateLocked learns the peer's versions once per connection.
+func (c *Client) negotiateLocked(ctx context.Context) error {
+	if c.maxVersions != nil {
+		return nil
+	}
 	av := kmsg.NewPtrApiVersionsRequest()
 	av.SetVersion(3)
 	av.ClientSoftwareName = "kbroker"
 	av.ClientSoftwareVersion = "1"
 	resp, err := c.roundTripLocked(ctx, av)
 	if err != nil {
-		c.closeLocked()
 		return fmt.Errorf("ApiVersions to %s: %w", c.addr, err)
 	}
 	avr := resp.(*kmsg.ApiVersionsResponse)
 	if err := kerr.ErrorForCode(avr.ErrorCode); err != nil {
-		c.closeLocked()
 		return fmt.Errorf("ApiVersions to %s: %w", c.addr, err)
 	}
 	c.maxVersions = make(map[int16]int16, len(avr.ApiKeys))
@@ -140,13 +180,10 @@ func (c *Client) roundTripLocked(ctx context.Context, req kmsg.Request) (kmsg.Re
 		return nil, fmt.Errorf("reading from %s: %w", c.addr, err)
 	}
 	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 4 || n > 1<<30 {
+	if n < 4 || n > c.maxFrame {
 		return nil, fmt.Errorf("%w: response size %d from %s", ErrBadFrame, n, c.addr)
 	}
-	if cap(c.respBuf) < int(n) {
-		c.respBuf = make([]byte, n)
-	}
-	frame := c.respBuf[:n]
+	frame := c.frameBuf(int(n))
 	if _, err := io.ReadFull(c.rd, frame); err != nil {
 		return nil, fmt.Errorf("reading from %s: %w", c.addr, err)
 	}
@@ -154,11 +191,33 @@ func (c *Client) roundTripLocked(ctx context.Context, req kmsg.Request) (kmsg.Re
 	if got := rd.Int32(); got != corr {
 		return nil, fmt.Errorf("%w: correlation id %d, want %d", ErrBadFrame, got, corr)
 	}
+	return c.decodeResponse(req, &rd)
+}
+
+// frameBuf returns a buffer of n bytes for a response frame.
+func (c *Client) frameBuf(n int) []byte {
+	if !c.reuseFrames {
+		return make([]byte, n)
+	}
+	if cap(c.respBuf) < n {
+		c.respBuf = make([]byte, n)
+	}
+	return c.respBuf[:n]
+}
+
+// decodeResponse decodes the body after the correlation id.
+func (c *Client) decodeResponse(req kmsg.Request, rd *kbin.Reader) (kmsg.Response, error) {
 	resp := req.ResponseKind()
 	if resp.IsFlexible() && resp.Key() != ApiVersionsKey {
-		skipTags(&rd)
+		skipTags(rd)
 	}
-	if err := resp.ReadFrom(rd.Src); err != nil {
+	err := resp.ReadFrom(rd.Src)
+	if err != nil && resp.Key() == ApiVersionsKey && resp.GetVersion() != 0 {
+		// KIP-511: a version the peer does not support is answered at v0.
+		resp.SetVersion(0)
+		err = resp.ReadFrom(rd.Src)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("decoding key %d response from %s: %w", req.Key(), c.addr, err)
 	}
 	return resp, nil

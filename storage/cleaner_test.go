@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/record"
 )
 
@@ -197,7 +198,7 @@ func compactConfig() LogConfig {
 
 // appendInNewSegment appends the batches in a segment of their own (the
 // clock moves past segment.ms first).
-func appendInNewSegment(t testing.TB, clock *fakeClock, l *Log, batches ...kvBatch) {
+func appendInNewSegment(t testing.TB, clock *testsupport.Clock, l *Log, batches ...kvBatch) {
 	t.Helper()
 	clock.Advance(2 * time.Minute)
 	for _, b := range batches {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/record"
 )
 
@@ -130,24 +131,9 @@ func batchOfSize(t testing.TB, size int, ts int64) []byte {
 	return nil
 }
 
-// fakeClock is an injectable clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.UnixMilli(1_700_000_000_000)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
+// newFakeClock is the tests' manual clock, at a fixed start.
+func newFakeClock() *testsupport.Clock {
+	return testsupport.NewClock(time.UnixMilli(1_700_000_000_000))
 }
 
 // logBuffer captures log output for assertions.
@@ -181,7 +167,7 @@ func testLogger(t testing.TB) (*slog.Logger, *logBuffer) {
 type testEnv struct {
 	t     testing.TB
 	dir   string
-	clock *fakeClock
+	clock *testsupport.Clock
 	logs  *logBuffer
 	opts  LogOptions
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 type fakeTickers struct {
@@ -20,7 +22,7 @@ func (f *fakeTickers) newTicker(d time.Duration) (<-chan time.Time, func()) {
 	return c, func() {}
 }
 
-func newTestManager(t *testing.T, dirs []string) (*Manager, *fakeClock, *logBuffer, *fakeTickers) {
+func newTestManager(t *testing.T, dirs []string) (*Manager, *testsupport.Clock, *logBuffer, *fakeTickers) {
 	t.Helper()
 	logger, lb := testLogger(t)
 	clock := newFakeClock()

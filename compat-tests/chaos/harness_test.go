@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/child"
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // controllerNodeID is the id of the controller-only node.
@@ -120,7 +120,7 @@ func startCluster(t testing.TB, opts clusterOpts) *cluster {
 			addrs[id] = [2]string{ip + ":9092", ip + ":19092"}
 		}
 	} else {
-		ports := freePorts(t, 2*len(ids))
+		ports := testsupport.FreePorts(t, 2*len(ids))
 		for i, id := range ids {
 			addrs[id] = [2]string{fmt.Sprintf("127.0.0.1:%d", ports[2*i]), fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])}
 		}
@@ -167,24 +167,6 @@ func startCluster(t testing.TB, opts clusterOpts) *cluster {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
 }
 
 func (n *node) String() string { return fmt.Sprintf("node %d", n.id) }

@@ -6,11 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 var (
@@ -34,20 +35,10 @@ func runTests(m *testing.M) int {
 		kbrokerBin = bin
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "kbroker-chaos-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	kbrokerBin = filepath.Join(dir, "kbroker")
-	build := exec.Command("go", "build", "-o", kbrokerBin, "../../cmd/kbroker")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building kbroker:", err)
-		return 1
-	}
-	return m.Run()
+	return testsupport.RunWithBuiltKbroker("../../cmd/kbroker", func(bin string) int {
+		kbrokerBin = bin
+		return m.Run()
+	})
 }
 
 // mode is KBROKER_CHAOS: "" (unit tests only), "short" (the run in make

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -42,16 +44,7 @@ func rawBatch(values [][]byte, key []byte) []byte {
 // produceRaw sends one batch to a partition's leader n and returns the
 // partition's error code and base offset: no client retry hides the code.
 func produceRaw(n *node, topic string, partition int32, acks int16, batch []byte) (int16, int64, error) {
-	req := kmsg.NewPtrProduceRequest()
-	req.SetVersion(9)
-	req.Acks = acks
-	req.TimeoutMillis = 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Partition, rp.Records = partition, batch
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := testsupport.ProduceRequest(topic, partition, acks, 5000, batch)
 	resp, err := ask(n, req, 15*time.Second)
 	if err != nil {
 		return 0, 0, err

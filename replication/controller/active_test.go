@@ -3,31 +3,14 @@ package controller
 import (
 	"context"
 	"math/rand/v2"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
-
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // directProposer commits by applying to a testFSM: a quorum of one without Raft.
 type directProposer struct{ tf *testFSM }
@@ -41,14 +24,14 @@ type ctlHarness struct {
 	t     *testing.T
 	c     *controller
 	tf    *testFSM
-	clock *fakeClock
+	clock *testsupport.Clock
 	ctx   context.Context
 	inc   map[int32][16]byte
 }
 
 func newCtlHarness(t *testing.T, mutate ...func(*Options)) *ctlHarness {
 	t.Helper()
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := testsupport.NewClock(time.Unix(1_700_000_000, 0))
 	opts := Options{
 		NodeID: 0, ListenAddr: "127.0.0.1:1", DataDir: t.TempDir(),
 		BrokerSessionTimeout: 10 * time.Second, Logger: testLogger(t),

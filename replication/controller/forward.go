@@ -1,175 +1,26 @@
 package controller
 
 import (
-	"bufio"
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
 )
 
-// forwardClient sends controller requests to other nodes' controller
-// listeners over the Kafka protocol, at exactly the version set on the
-// request (no ApiVersions negotiation: both ends are this package). It keeps
-// a few idle connections per address; a connection carries one request at a
-// time.
-type forwardClient struct {
-	clientID string
-	corr     atomic.Int32
+// Forwarding talks to other nodes' controller listeners with a pool of
+// protocol clients, at exactly the version set on the request (no ApiVersions
+// negotiation: both ends are this package). A connection carries one request
+// at a time; a few idle ones are kept per address.
+const (
+	maxIdlePerAddr     = 4
+	maxForwardResponse = 64 << 20
+)
 
-	mu     sync.Mutex // guards idle and closed
-	idle   map[string][]*fwdConn
-	closed bool
-}
-
-type fwdConn struct {
-	net.Conn
-	rd *bufio.Reader
-}
-
-const maxIdlePerAddr = 4
-
-func newForwardClient(clientID string) *forwardClient {
-	return &forwardClient{clientID: clientID, idle: map[string][]*fwdConn{}}
-}
-
-var errClientClosed = errors.New("controller: forwarding client closed")
-
-func (fc *forwardClient) get(ctx context.Context, addr string) (*fwdConn, error) {
-	fc.mu.Lock()
-	if fc.closed {
-		fc.mu.Unlock()
-		return nil, errClientClosed
-	}
-	if cs := fc.idle[addr]; len(cs) > 0 {
-		c := cs[len(cs)-1]
-		fc.idle[addr] = cs[:len(cs)-1]
-		fc.mu.Unlock()
-		return c, nil
-	}
-	fc.mu.Unlock()
-	d := net.Dialer{Timeout: 5 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	return &fwdConn{Conn: nc, rd: bufio.NewReader(nc)}, nil
-}
-
-func (fc *forwardClient) put(addr string, c *fwdConn) {
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	if fc.closed || len(fc.idle[addr]) >= maxIdlePerAddr {
-		c.Close()
-		return
-	}
-	fc.idle[addr] = append(fc.idle[addr], c)
-}
-
-func (fc *forwardClient) close() {
-	fc.mu.Lock()
-	defer fc.mu.Unlock()
-	fc.closed = true
-	for _, cs := range fc.idle {
-		for _, c := range cs {
-			c.Close()
-		}
-	}
-	fc.idle = nil
-}
-
-// roundTrip sends req to addr and reads its response.
-func (fc *forwardClient) roundTrip(ctx context.Context, addr string, req kmsg.Request) (kmsg.Response, error) {
-	c, err := fc.get(ctx, addr)
-	if err != nil {
-		return nil, err
-	}
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(30 * time.Second)
-	}
-	_ = c.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
-	resp, err := fc.exchange(c, req)
-	stop()
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("controller: request %s to %s: %w", kmsg.NameForKey(req.Key()), addr, err)
-	}
-	_ = c.SetDeadline(time.Time{})
-	fc.put(addr, c)
-	return resp, nil
-}
-
-func (fc *forwardClient) exchange(c *fwdConn, req kmsg.Request) (kmsg.Response, error) {
-	corr := fc.corr.Add(1)
-	if _, err := c.Write(appendRequestFrame(nil, corr, fc.clientID, req)); err != nil {
-		return nil, err
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(c.rd, size[:]); err != nil {
-		return nil, err
-	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 4 || n > 64<<20 {
-		return nil, fmt.Errorf("bad response size %d", n)
-	}
-	frame := make([]byte, n)
-	if _, err := io.ReadFull(c.rd, frame); err != nil {
-		return nil, err
-	}
-	rd := kbin.Reader{Src: frame}
-	if got := rd.Int32(); got != corr {
-		return nil, fmt.Errorf("correlation id %d, want %d", got, corr)
-	}
-	resp := req.ResponseKind()
-	if resp.IsFlexible() && resp.Key() != (&kmsg.ApiVersionsRequest{}).Key() {
-		skipTaggedFields(&rd)
-	}
-	if err := resp.ReadFrom(rd.Src); err != nil {
-		if _, ok := resp.(*kmsg.ApiVersionsResponse); ok {
-			// KIP-511: an unsupported version is answered at v0.
-			resp.SetVersion(0)
-			if resp.ReadFrom(rd.Src) == nil {
-				return resp, nil
-			}
-		}
-		return nil, fmt.Errorf("decoding response: %w", err)
-	}
-	return resp, nil
-}
-
-// appendRequestFrame appends a size-prefixed request: header v1, or v2 (with
-// tagged fields) for flexible versions.
-func appendRequestFrame(dst []byte, corr int32, clientID string, req kmsg.Request) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0)
-	dst = kbin.AppendInt16(dst, req.Key())
-	dst = kbin.AppendInt16(dst, req.GetVersion())
-	dst = kbin.AppendInt32(dst, corr)
-	dst = kbin.AppendString(dst, clientID)
-	if req.IsFlexible() {
-		dst = append(dst, 0)
-	}
-	dst = req.AppendTo(dst)
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst
-}
-
-func skipTaggedFields(rd *kbin.Reader) {
-	n := rd.Uvarint()
-	for i := uint32(0); i < n && rd.Ok(); i++ {
-		rd.Uvarint()
-		rd.Span(int(rd.Uvarint()))
-	}
+func newForwardPool(clientID string) *protocol.Pool {
+	return protocol.NewPool(clientID, maxIdlePerAddr, maxForwardResponse)
 }
 
 // Forward serves req locally when this node is the active controller, and
@@ -210,7 +61,11 @@ func (n *Node) forwardOnce(ctx context.Context, req kmsg.Request, attempt int) (
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return n.client.roundTrip(rctx, addr, req)
+	resp, err := n.client.RoundTrip(rctx, addr, req)
+	if err != nil {
+		return nil, fmt.Errorf("controller: request %s to %s: %w", kmsg.NameForKey(req.Key()), addr, err)
+	}
+	return resp, nil
 }
 
 // forwardTarget is the Raft leader's address when known, else the voters in

@@ -39,7 +39,7 @@ type Node struct {
 	store    *raftboltdb.BoltStore
 	raft     *raft.Raft
 	fsm      *fsm
-	client   *forwardClient
+	client   *protocol.Pool
 	active   atomic.Pointer[controller]
 
 	notify chan struct{} // wakes the subscriber dispatcher; capacity 1
@@ -118,7 +118,7 @@ func (n *Node) start() error {
 	if err != nil {
 		return fmt.Errorf("controller: starting raft: %w", err)
 	}
-	n.client = newForwardClient(fmt.Sprintf("kbroker-controller-%d", n.opts.NodeID))
+	n.client = newForwardPool(fmt.Sprintf("kbroker-controller-%d", n.opts.NodeID))
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.dispatch()
@@ -196,7 +196,7 @@ func (n *Node) Close() error {
 		n.mux.close()
 	}
 	if n.client != nil {
-		n.client.close()
+		n.client.Close()
 	}
 	if n.store != nil {
 		errs = append(errs, n.store.Close())

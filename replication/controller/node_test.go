@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -11,28 +10,12 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // Integration tests: in-process nodes on loopback ports, real Raft, real
 // bbolt stores, short timeouts.
-
-func freeAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	var lns []net.Listener
-	var out []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().String())
-	}
-	for _, ln := range lns {
-		ln.Close()
-	}
-	return out
-}
 
 func testOptions(t *testing.T, id int32, addr string, voters []Voter, dir string) Options {
 	return Options{
@@ -65,11 +48,8 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT is a context that ends after d or with the test.
+var ctxT = testsupport.Context
 
 // startBroker runs the broker lifecycle on n up to unfenced.
 func startBroker(t *testing.T, n *Node) {
@@ -103,7 +83,7 @@ func createTopic(t *testing.T, n *Node, name string, partitions int32, rf int16)
 
 func TestSingleNodeBootstrapsAndRestarts(t *testing.T) {
 	dir := t.TempDir()
-	addr := freeAddrs(t, 1)[0]
+	addr := testsupport.FreeAddrs(t, 1)[0]
 	opts := testOptions(t, 1, addr, nil, dir)
 	n := startNode(t, opts)
 	if err := n.WaitReady(ctxT(t, 10*time.Second)); err != nil {
@@ -189,7 +169,7 @@ type cluster struct {
 }
 
 func startCluster(t *testing.T, n int) *cluster {
-	addrs := freeAddrs(t, n)
+	addrs := testsupport.FreeAddrs(t, n)
 	c := &cluster{t: t, dirs: map[int32]string{}, nodes: map[int32]*Node{}}
 	for i := range n {
 		c.voters = append(c.voters, Voter{ID: int32(i + 1), Addr: addrs[i]})
@@ -357,7 +337,7 @@ func TestControlledShutdownMovesLeadership(t *testing.T) {
 func TestNonVoterJoins(t *testing.T) {
 	c := startCluster(t, 3)
 	createTopic(t, c.waitActive(), "before-join", 2, 3)
-	addr := freeAddrs(t, 1)[0]
+	addr := testsupport.FreeAddrs(t, 1)[0]
 	n4 := startNode(t, testOptions(t, 4, addr, c.voters, t.TempDir()))
 	c.nodes[4] = n4
 	startBroker(t, n4)
@@ -406,13 +386,13 @@ func TestHandleWhenNotActive(t *testing.T) {
 		t.Fatalf("api versions %v %+v", err, av)
 	}
 	// Over the wire, through the controller port of a non-active node.
-	resp, err = n.client.roundTrip(ctxT(t, 5*time.Second), n.advertised, req)
+	resp, err = n.client.RoundTrip(ctxT(t, 5*time.Second), n.advertised, req)
 	if err != nil || resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode != kerr.NotController.Code {
 		t.Fatalf("wire: %v %+v", err, resp)
 	}
 	v9 := kmsg.NewPtrApiVersionsRequest()
 	v9.Version = 9
-	resp, err = n.client.roundTrip(ctxT(t, 5*time.Second), n.advertised, v9)
+	resp, err = n.client.RoundTrip(ctxT(t, 5*time.Second), n.advertised, v9)
 	if err != nil || resp.(*kmsg.ApiVersionsResponse).ErrorCode != kerr.UnsupportedVersion.Code {
 		t.Fatalf("api versions v9 over the wire: %v %+v", err, resp)
 	}

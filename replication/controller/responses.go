@@ -7,6 +7,8 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
 )
 
 // apiRange is the version range served for one API key.
@@ -61,130 +63,18 @@ func codeFor(err error) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// errorResponse answers req with code in every error field of its response.
-// It returns nil for keys it does not serve.
+// errorResponse answers req with code in every error field of its response
+// (protocol.ErrorResponse); DescribeQuorum answers NOT_CONTROLLER as Raft's
+// non-leader does, NOT_LEADER_OR_FOLLOWER per partition. It returns nil for
+// keys it does not serve.
 func errorResponse(req kmsg.Request, code int16) kmsg.Response {
-	switch r := req.(type) {
-	case *kmsg.CreateTopicsRequest:
-		resp := r.ResponseKind().(*kmsg.CreateTopicsResponse)
-		for _, t := range r.Topics {
-			st := kmsg.NewCreateTopicsResponseTopic()
-			st.Topic, st.ErrorCode, st.NumPartitions, st.ReplicationFactor = t.Topic, code, -1, -1
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
-	case *kmsg.DeleteTopicsRequest:
-		resp := r.ResponseKind().(*kmsg.DeleteTopicsResponse)
-		for _, name := range r.TopicNames {
-			st := kmsg.NewDeleteTopicsResponseTopic()
-			st.Topic, st.ErrorCode = &name, code
-			resp.Topics = append(resp.Topics, st)
-		}
-		for _, t := range r.Topics {
-			st := kmsg.NewDeleteTopicsResponseTopic()
-			st.Topic, st.TopicID, st.ErrorCode = t.Topic, t.TopicID, code
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
-	case *kmsg.CreatePartitionsRequest:
-		resp := r.ResponseKind().(*kmsg.CreatePartitionsResponse)
-		for _, t := range r.Topics {
-			st := kmsg.NewCreatePartitionsResponseTopic()
-			st.Topic, st.ErrorCode = t.Topic, code
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
-	case *kmsg.ElectLeadersRequest:
-		resp := r.ResponseKind().(*kmsg.ElectLeadersResponse)
-		resp.ErrorCode = code
-		for _, t := range r.Topics {
-			st := kmsg.NewElectLeadersResponseTopic()
-			st.Topic = t.Topic
-			for _, p := range t.Partitions {
-				sp := kmsg.NewElectLeadersResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = p, code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
-	case *kmsg.IncrementalAlterConfigsRequest:
-		resp := r.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-		for _, res := range r.Resources {
-			rr := kmsg.NewIncrementalAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
-			resp.Resources = append(resp.Resources, rr)
-		}
-		return resp
-	case *kmsg.AlterConfigsRequest:
-		resp := r.ResponseKind().(*kmsg.AlterConfigsResponse)
-		for _, res := range r.Resources {
-			rr := kmsg.NewAlterConfigsResponseResource()
-			rr.ResourceType, rr.ResourceName, rr.ErrorCode = res.ResourceType, res.ResourceName, code
-			resp.Resources = append(resp.Resources, rr)
-		}
-		return resp
-	case *kmsg.AlterPartitionRequest:
-		resp := r.ResponseKind().(*kmsg.AlterPartitionResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.AlterPartitionAssignmentsRequest:
-		resp := r.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-		resp.ErrorCode = code
-		for _, t := range r.Topics {
-			st := kmsg.NewAlterPartitionAssignmentsResponseTopic()
-			st.Topic = t.Topic
-			for _, p := range t.Partitions {
-				sp := kmsg.NewAlterPartitionAssignmentsResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = p.Partition, code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
-	case *kmsg.ListPartitionReassignmentsRequest:
-		resp := r.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.DescribeQuorumRequest:
-		resp := r.ResponseKind().(*kmsg.DescribeQuorumResponse)
-		if code == kerr.NotController.Code {
-			// Raft's own answer from a non-leader, per partition.
-			code = kerr.NotLeaderForPartition.Code
-		}
-		for _, t := range r.Topics {
-			st := kmsg.NewDescribeQuorumResponseTopic()
-			st.Topic = t.Topic
-			for _, p := range t.Partitions {
-				sp := kmsg.NewDescribeQuorumResponseTopicPartition()
-				sp.Partition, sp.ErrorCode, sp.LeaderID = p.Partition, code, -1
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp
-	case *kmsg.BrokerRegistrationRequest:
-		resp := r.ResponseKind().(*kmsg.BrokerRegistrationResponse)
-		resp.ErrorCode, resp.BrokerEpoch = code, -1
-		return resp
-	case *kmsg.BrokerHeartbeatRequest:
-		resp := r.ResponseKind().(*kmsg.BrokerHeartbeatResponse)
-		resp.ErrorCode, resp.IsFenced = code, true
-		return resp
-	case *kmsg.UnregisterBrokerRequest:
-		resp := r.ResponseKind().(*kmsg.UnregisterBrokerResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.AllocateProducerIDsRequest:
-		resp := r.ResponseKind().(*kmsg.AllocateProducerIDsResponse)
-		resp.ErrorCode = code
-		return resp
-	case *kmsg.ApiVersionsRequest:
-		resp := r.ResponseKind().(*kmsg.ApiVersionsResponse)
-		resp.ErrorCode = code
-		return resp
+	if _, ok := controllerAPIs[req.Key()]; !ok {
+		return nil
 	}
-	return nil
+	if _, ok := req.(*kmsg.DescribeQuorumRequest); ok && code == kerr.NotController.Code {
+		code = kerr.NotLeaderForPartition.Code
+	}
+	return protocol.ErrorResponse(req, code)
 }
 
 // errorCodes returns every error code of a controller API response.

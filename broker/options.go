@@ -1,18 +1,13 @@
 package broker
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/protocol"
@@ -22,7 +17,9 @@ import (
 )
 
 // This file maps the one Config onto each component's own options, so that no
-// package below broker imports config.
+// package below broker imports config: the options of storage, replication,
+// the controller and the network server, this broker's registration and
+// the addresses derived from its listeners.
 
 func (b *Broker) storageOptions() storage.ManagerOptions {
 	return storage.ManagerOptions{
@@ -131,155 +128,6 @@ func (b *Broker) interBrokerAddr(id int32) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// alterPartition sends ISR changes to the active controller.
-func (b *Broker) alterPartition(ctx context.Context, changes []replication.AlterISR) ([]replication.AlterISRResult, error) {
-	req := kmsg.NewPtrAlterPartitionRequest()
-	req.SetVersion(2)
-	req.BrokerID = b.cfg.NodeID
-	req.BrokerEpoch = b.ctrl.BrokerEpoch()
-	index := make(map[[16]byte]int)
-	for _, c := range changes {
-		i, ok := index[c.TopicID]
-		if !ok {
-			i = len(req.Topics)
-			index[c.TopicID] = i
-			t := kmsg.NewAlterPartitionRequestTopic()
-			t.TopicID, t.Topic = c.TopicID, c.Topic
-			req.Topics = append(req.Topics, t)
-		}
-		p := kmsg.NewAlterPartitionRequestTopicPartition()
-		p.Partition, p.LeaderEpoch, p.PartitionEpoch = c.Partition, c.LeaderEpoch, c.PartitionEpoch
-		p.NewISR = c.NewISR
-		// v3 carries broker epochs with the ISR (KIP-903); whichever version
-		// the forwarder settles on finds the ISR.
-		for _, id := range c.NewISR {
-			p.NewEpochISR = append(p.NewEpochISR, kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{BrokerID: id, BrokerEpoch: -1})
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
-	}
-	resp, err := b.ctrl.Forward(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	r := resp.(*kmsg.AlterPartitionResponse)
-	if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
-		return nil, err
-	}
-	type key struct {
-		id [16]byte
-		p  int32
-	}
-	got := make(map[key]replication.AlterISRResult)
-	for _, t := range r.Topics {
-		for _, p := range t.Partitions {
-			got[key{t.TopidID, p.Partition}] = replication.AlterISRResult{
-				ISR: p.ISR, LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
-				Err: kerr.ErrorForCode(p.ErrorCode),
-			}
-		}
-	}
-	out := make([]replication.AlterISRResult, len(changes))
-	for i, c := range changes {
-		res, ok := got[key{c.TopicID, c.Partition}]
-		if !ok {
-			res.Err = fmt.Errorf("AlterPartition: no answer for %s-%d", c.Topic, c.Partition)
-		}
-		out[i] = res
-	}
-	return out, nil
-}
-
-func isControllerListener(cfg *config.Config, name string) bool {
-	return slices.Contains(cfg.ControllerListenerNames, name)
-}
-
-func controllerListenerName(cfg *config.Config) string {
-	if len(cfg.ControllerListenerNames) > 0 {
-		return cfg.ControllerListenerNames[0]
-	}
-	return "CONTROLLER"
-}
-
-// prepareDirs creates the log dirs and checks they are writable, so that a
-// wrong path fails at start with a clear message.
-func (b *Broker) prepareDirs() error {
-	for _, dir := range b.cfg.LogDirs {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("log.dirs: creating %s: %w", dir, err)
-		}
-		probe := filepath.Join(dir, ".kbroker-write-probe")
-		if err := os.WriteFile(probe, nil, 0o644); err != nil {
-			return fmt.Errorf("log.dirs: %s is not writable: %w", dir, err)
-		}
-		os.Remove(probe)
-	}
-	return nil
-}
-
-// writeMetaProperties writes Kafka's meta.properties in each log dir, and
-// refuses to start on a dir that belongs to another node or cluster.
-func (b *Broker) writeMetaProperties(clusterID string) error {
-	for _, dir := range b.cfg.LogDirs {
-		path := filepath.Join(dir, "meta.properties")
-		if old, err := os.ReadFile(path); err == nil {
-			props := parseProperties(string(old))
-			if id := props["node.id"]; id != "" && id != fmt.Sprint(b.cfg.NodeID) {
-				return fmt.Errorf("log dir %s belongs to node.id=%s, not %d", dir, id, b.cfg.NodeID)
-			}
-			if cid := props["cluster.id"]; cid != "" && clusterID != "" && cid != clusterID {
-				return fmt.Errorf("log dir %s belongs to cluster.id=%s, not %s", dir, cid, clusterID)
-			}
-		}
-		body := fmt.Sprintf("#kbroker\nversion=1\nnode.id=%d\ncluster.id=%s\n", b.cfg.NodeID, clusterID)
-		if err := writeFileAtomic(path, []byte(body)); err != nil {
-			return fmt.Errorf("writing %s: %w", path, err)
-		}
-	}
-	return nil
-}
-
-func parseProperties(s string) map[string]string {
-	out := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, "="); ok {
-			out[strings.TrimSpace(k)] = strings.TrimSpace(v)
-		}
-	}
-	return out
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
-
-// msDuration converts Kafka milliseconds to a Duration, saturating.
-func msDuration(ms int64) time.Duration {
-	if ms >= math.MaxInt64/int64(time.Millisecond) {
-		return time.Duration(math.MaxInt64)
-	}
-	return time.Duration(ms) * time.Millisecond
 }
 
 // uncleanDefault is the broker-level unclean.leader.election.enable the

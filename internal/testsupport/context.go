@@ -1,0 +1,14 @@
+package testsupport
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Context returns a context that ends after d or with the test.
+func Context(tb testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	tb.Cleanup(cancel)
+	return ctx
+}
