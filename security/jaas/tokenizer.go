@@ -95,7 +95,6 @@ func (t *tokenizer) skipComment() bool {
 }
 
 func (t *tokenizer) number() token {
-	start := t.pos
 	if t.in[t.pos] == '-' {
 		t.pos++
 		if c, ok := t.peek(); !ok || c != '.' && (c < '0' || c > '9') {
@@ -112,7 +111,6 @@ func (t *tokenizer) number() token {
 		}
 		t.pos++
 	}
-	_ = start
 	return token{kind: tokNumber}
 }
 

@@ -89,7 +89,7 @@ func TestMappingRulesApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	for dn, want := range map[string]string{
-		"CN=Duke,OU=ServiceUsers,O=Org,C=US":       "duke",
+		"CN=Duke,OU=ServiceUsers,O=Org,C=US":        "duke",
 		"CN=Duke,OU=SME,O=mycp,L=Fulton,ST=MD,C=US": "duke@sme",
 		"cn=duke,ou=sme,dc=mycp,dc=com":             "DUKE@SME",
 		"cN=duke,OU=JavaSoft,O=Sun Microsystems":    "DUKE",
