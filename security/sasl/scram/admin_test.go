@@ -2,8 +2,8 @@ package scram
 
 import (
 	"bytes"
-	"encoding/base64"
 	"crypto/rand"
+	"encoding/base64"
 	"strings"
 	"testing"
 

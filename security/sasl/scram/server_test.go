@@ -130,7 +130,7 @@ func TestFailures(t *testing.T) {
 func TestMessageGrammar(t *testing.T) {
 	srv := NewServer(SHA256, storeWith(t, SHA256, map[string]string{"alice": "x"}), Options{Nonce: func() string { return "S" }})
 	for _, first := range []string{
-		"y,,n=alice,r=abc",     // channel binding flags other than n
+		"y,,n=alice,r=abc", // channel binding flags other than n
 		"p=tls-unique,,n=alice,r=abc",
 		"n,,n=alice",           // no nonce
 		"n,,n=ålice,r=abc",     // non-ASCII name
