@@ -30,6 +30,9 @@ func TestDispatchTableMatchesAPIFileHeaders(t *testing.T) {
 	}
 	seen := map[int16]string{}
 	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue // an API's tests, not its handler
+		}
 		key, lo, hi := parseAPIHeader(t, f)
 		if prev, ok := seen[key]; ok {
 			t.Errorf("key %d has two files: %s and %s", key, prev, f)
