@@ -93,10 +93,11 @@ func (n *Node) start() error {
 	if n.advertised == "" {
 		n.advertised = ln.Addr().String()
 	}
-	n.mux = newMux(ln, n.log)
+	fingerprint := quorumFingerprint(n.opts.Voters)
+	n.mux = newMux(ln, n.log, fingerprint)
 	hlog := newHclogAdapter(n.log)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &streamLayer{chanListener: n.mux.raft, advertise: n.advertised},
+		Stream:  &streamLayer{chanListener: n.mux.raft, advertise: n.advertised, fingerprint: fingerprint},
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  hlog,

@@ -1,10 +1,14 @@
 package controller
 
 import (
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +23,32 @@ import (
 // included.
 const raftMarker byte = 'R'
 
+// A Raft dialer follows the marker with its quorum fingerprint, and the
+// listener refuses a connection whose fingerprint is not its own. Without it
+// a node of another cluster that still dials an address this node now holds
+// (a port reused on one host, a host reused after decommissioning) would
+// replicate its metadata log into this one; Kafka's controllers refuse such
+// requests by cluster id (INCONSISTENT_CLUSTER_ID), but a joining node does
+// not know the cluster id yet, while every node of a cluster is configured
+// with the same controller.quorum.voters.
+const fingerprintSize = 8
+
+// quorumFingerprint identifies a cluster by its configured voter set: the
+// same on every node of one cluster, whatever the order it was listed in.
+func quorumFingerprint(voters []Voter) uint64 {
+	ids := make([]string, len(voters))
+	for i, v := range voters {
+		ids[i] = fmt.Sprintf("%d@%s", v.ID, v.Addr)
+	}
+	slices.Sort(ids)
+	h := fnv.New64a()
+	for _, id := range ids {
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
 // peekTimeout bounds how long a new connection may stay silent before it is
 // routed (Kafka clients and Raft dialers both speak first).
 const peekTimeout = 10 * time.Second
@@ -27,6 +57,8 @@ const peekTimeout = 10 * time.Second
 type mux struct {
 	ln    net.Listener
 	log   *slog.Logger
+	// fingerprint is this quorum's; Raft connections must carry it.
+	fingerprint uint64
 	raft  *chanListener
 	kafka *chanListener
 
@@ -35,8 +67,8 @@ type mux struct {
 	wg        sync.WaitGroup // accept loop and routing goroutines
 }
 
-func newMux(ln net.Listener, log *slog.Logger) *mux {
-	m := &mux{ln: ln, log: log, done: make(chan struct{})}
+func newMux(ln net.Listener, log *slog.Logger, fingerprint uint64) *mux {
+	m := &mux{ln: ln, log: log, fingerprint: fingerprint, done: make(chan struct{})}
 	m.raft = newChanListener(ln.Addr(), m.done)
 	m.kafka = newChanListener(ln.Addr(), m.done)
 	m.wg.Add(1)
@@ -84,12 +116,30 @@ func (m *mux) route(c net.Conn) {
 		c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
 	if first[0] == raftMarker {
-		m.raft.deliver(c)
+		m.routeRaft(c)
 		return
 	}
+	_ = c.SetReadDeadline(time.Time{})
 	m.kafka.deliver(&prefixConn{Conn: c, prefix: first[:]})
+}
+
+// routeRaft checks a Raft dialer's fingerprint (the read deadline of the
+// peek still applies) and hands the connection to Raft.
+func (m *mux) routeRaft(c net.Conn) {
+	var fp [fingerprintSize]byte
+	if _, err := io.ReadFull(c, fp[:]); err != nil {
+		c.Close()
+		return
+	}
+	if got := binary.BigEndian.Uint64(fp[:]); got != m.fingerprint {
+		m.log.Warn("refused a Raft connection from another quorum: its controller.quorum.voters differ from ours (a node of another cluster, or a misconfigured one)",
+			"remote", c.RemoteAddr().String(), "fingerprint", fmt.Sprintf("%016x", got), "ours", fmt.Sprintf("%016x", m.fingerprint))
+		c.Close()
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
+	m.raft.deliver(c)
 }
 
 func (m *mux) close() {
@@ -159,7 +209,8 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 // connections and marks the ones it dials.
 type streamLayer struct {
 	*chanListener
-	advertise string
+	advertise   string
+	fingerprint uint64 // sent after the marker
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
@@ -170,7 +221,10 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		return nil, err
 	}
 	_ = c.SetWriteDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte{raftMarker}); err != nil {
+	var hello [1 + fingerprintSize]byte
+	hello[0] = raftMarker
+	binary.BigEndian.PutUint64(hello[1:], s.fingerprint)
+	if _, err := c.Write(hello[:]); err != nil {
 		c.Close()
 		return nil, err
 	}
