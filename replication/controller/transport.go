@@ -55,12 +55,12 @@ const peekTimeout = 10 * time.Second
 
 // mux accepts on the controller listener and routes each connection.
 type mux struct {
-	ln    net.Listener
-	log   *slog.Logger
+	ln  net.Listener
+	log *slog.Logger
 	// fingerprint is this quorum's; Raft connections must carry it.
 	fingerprint uint64
-	raft  *chanListener
-	kafka *chanListener
+	raft        *chanListener
+	kafka       *chanListener
 
 	done      chan struct{}
 	closeOnce sync.Once
