@@ -32,6 +32,7 @@ test: vet unit fuzz chaos-short
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags recordcount ./broker/
 
 # The second line is the produce path's parse-once check, which needs the
 # record package's parse counter (build tag recordcount).
