@@ -19,9 +19,10 @@
 //   - After a leader change a follower truncates where its log diverges from the
 //     leader's (DivergingEpoch), never blindly to its HW.
 //
-// Decisions (HW, ISR shrink/expand, truncation point) are pure functions over
-// a snapshot (hwm.go, isr.go, truncation.go); Partition gathers inputs under its
-// lock and applies outputs.
+// Decisions (HW, ISR shrink/expand) are pure functions over a snapshot
+// (hwm.go, isr.go); the truncation point (Partition.TruncationPoint in
+// follower.go) compares the leader's answer with this replica's epoch
+// history. Partition gathers inputs under its lock and applies outputs.
 //
 // Lock order: Partition.mu before storage's log locks. Never hold Partition.mu
 // across network I/O or while calling AlterPartition.
