@@ -126,6 +126,7 @@ func (p *Partition) Snapshot() Snapshot {
 		MaximalISR:    slices.Clone(p.isr.maximal()),
 		HighWatermark: p.log.HighWatermark(), LogEndOffset: p.log.LogEndOffset(),
 		LogStartOffset: p.log.LogStartOffset(), MinISR: p.minISR,
+		LogSize: p.log.Size(), Segments: p.log.NumSegments(),
 		FollowerLEOs: p.followerLEOsLocked(),
 	}
 }
