@@ -31,45 +31,68 @@ func (p *Partition) FetchState() (FollowerFetchState, bool) {
 }
 
 // AppendAsFollower appends batches fetched from the leader at leaderEpoch and
-// takes the leader's HW (bounded by our own LEO). A response for another
-// epoch is dropped: the fetcher's view is stale.
+// takes the leader's HW (bounded by our own LEO) and log start offset. A
+// response for another epoch is dropped: the fetcher's view is stale. The
+// append and the log start move run with roleMu held for reading and mu
+// released (they may write checkpoints and delete segments); the HW moves
+// under mu.
 func (p *Partition) AppendAsFollower(leaderEpoch int32, batches []byte, leaderHW, leaderLogStart int64) error {
-	p.mu.RLock()
-	if p.role != RoleFollower || p.leaderEpoch != leaderEpoch {
-		p.mu.RUnlock()
-		return kerr.FencedLeaderEpoch
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if err := p.checkFollowerEpoch(leaderEpoch); err != nil {
+		return err
 	}
 	if len(batches) > 0 {
 		if _, err := p.log.AppendAsFollower(batches); err != nil {
-			p.mu.RUnlock()
 			return fmt.Errorf("%s: follower append: %w", p, err)
 		}
 	}
-	hw := min(leaderHW, p.log.LogEndOffset())
-	moved := hw > p.log.HighWatermark()
-	if moved {
-		p.log.SetHighWatermark(hw)
-	}
+	hw, moved := p.followLeaderHW(leaderHW)
 	if leaderLogStart > p.log.LogStartOffset() && leaderLogStart <= hw {
 		// DeleteRecords or retention on the leader: follow its log start.
 		if err := p.log.SetLogStartOffset(leaderLogStart); err != nil {
 			p.logger.Warn("following the leader's log start offset failed", "offset", leaderLogStart, "err", err)
 		}
 	}
-	p.mu.RUnlock()
 	if moved || len(batches) > 0 {
 		p.watchers.notify()
 	}
 	return nil
 }
 
-// TruncateTo drops every record at or after offset (follower truncation after
-// a leader change). It refuses for another epoch than the current one.
-func (p *Partition) TruncateTo(leaderEpoch int32, offset int64) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// checkFollowerEpoch refuses work for another leader epoch than the one
+// this follower follows. Must be called with roleMu held, which keeps the
+// answer valid until it is released.
+func (p *Partition) checkFollowerEpoch(leaderEpoch int32) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
 	if p.role != RoleFollower || p.leaderEpoch != leaderEpoch {
 		return kerr.FencedLeaderEpoch
+	}
+	return nil
+}
+
+// followLeaderHW takes the leader's HW, bounded by our LEO, if it is ahead
+// of ours. It returns that bound and whether our HW moved.
+func (p *Partition) followLeaderHW(leaderHW int64) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hw := min(leaderHW, p.log.LogEndOffset())
+	moved := hw > p.log.HighWatermark()
+	if moved {
+		p.log.SetHighWatermark(hw)
+	}
+	return hw, moved
+}
+
+// TruncateTo drops every record at or after offset (follower truncation after
+// a leader change). It refuses for another epoch than the current one. The
+// log is cut (and fsynced) with roleMu held for reading and mu released.
+func (p *Partition) TruncateTo(leaderEpoch int32, offset int64) error {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if err := p.checkFollowerEpoch(leaderEpoch); err != nil {
+		return err
 	}
 	if offset >= p.log.LogEndOffset() {
 		// Nothing to cut from the log, but an epoch this replica led without
@@ -91,10 +114,10 @@ func (p *Partition) TruncateTo(leaderEpoch int32, offset int64) error {
 // ResetTo empties the log and starts it at offset: the leader no longer has
 // the records we would fetch next (our LEO is below its log start).
 func (p *Partition) ResetTo(leaderEpoch int32, offset int64) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.role != RoleFollower || p.leaderEpoch != leaderEpoch {
-		return kerr.FencedLeaderEpoch
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	if err := p.checkFollowerEpoch(leaderEpoch); err != nil {
+		return err
 	}
 	p.logger.Info("resetting log", "start_offset", offset)
 	return p.log.TruncateFullyAndStartAt(offset)

@@ -13,31 +13,53 @@ import (
 
 // AppendAsLeader appends a produce request's batches. With acks=-1 it refuses
 // with NOT_ENOUGH_REPLICAS, before appending, when the ISR is smaller than
-// min.insync.replicas (Kafka checks the committed ISR).
+// min.insync.replicas (Kafka checks the committed ISR). The append runs with
+// roleMu held for reading and mu released: the log may flush (flush.messages)
+// or write its epoch checkpoint.
 func (p *Partition) AppendAsLeader(batches []byte, acks int16, opts storage.AppendOptions) (storage.AppendInfo, error) {
-	p.mu.RLock()
-	if p.role != RoleLeader {
-		p.mu.RUnlock()
-		return storage.AppendInfo{}, kerr.NotLeaderForPartition
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	epoch, err := p.leaderAppendEpoch(acks)
+	if err != nil {
+		return storage.AppendInfo{}, err
 	}
-	if acks == -1 && int32(len(p.isr.committed)) < p.minISR {
-		p.mu.RUnlock()
-		return storage.AppendInfo{}, kerr.NotEnoughReplicas
-	}
-	info, err := p.log.AppendAsLeader(batches, p.leaderEpoch, opts)
-	single := len(p.isr.maximal()) == 1
-	p.mu.RUnlock()
+	info, err := p.log.AppendAsLeader(batches, epoch, opts)
 	if err != nil {
 		return info, err
 	}
+	p.maybeAdvanceSoleHW()
+	p.watchers.notify()
+	return info, nil
+}
+
+// leaderAppendEpoch checks that this replica may take an append with acks
+// and returns the epoch to stamp. Must be called with roleMu held (which
+// keeps the answer valid until it is released).
+func (p *Partition) leaderAppendEpoch(acks int16) (int32, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	switch {
+	case p.role != RoleLeader:
+		return -1, kerr.NotLeaderForPartition
+	case acks == -1 && int32(len(p.isr.committed)) < p.minISR:
+		return -1, kerr.NotEnoughReplicas
+	}
+	return p.leaderEpoch, nil
+}
+
+// maybeAdvanceSoleHW moves the HW after an append when the leader alone is
+// the ISR (the HW follows its LEO). It looks at the ISR after the append
+// has published the new LEO, so a shrink committed meanwhile either sees
+// that LEO or is seen here.
+func (p *Partition) maybeAdvanceSoleHW() {
+	p.mu.RLock()
+	single := len(p.isr.maximal()) == 1
+	p.mu.RUnlock()
 	if single {
-		// The leader alone is the ISR: the HW follows its LEO.
 		p.mu.Lock()
 		p.maybeAdvanceHWLocked()
 		p.mu.Unlock()
 	}
-	p.watchers.notify()
-	return info, nil
 }
 
 // WaitForHW blocks until the HW passes offset (acks=all: the batch is on
@@ -124,46 +146,85 @@ type FollowerFetch struct {
 	MinOneBatch        bool
 }
 
-// ReadForFollower serves a follower fetch: it records the follower's LEO (its
-// fetch offset), which may move the HW and expand the ISR, and returns data up
-// to the leader's LEO. A follower whose log diverges at LastFetchedEpoch gets
-// the epoch and end offset to truncate to instead of data.
-func (p *Partition) ReadForFollower(f FollowerFetch) (ReadResult, error) {
-	p.mu.RLock()
+// UpdateFollowerAndRead serves a follower's fetch in Kafka's two steps. It
+// first records the follower's fetch offset as its LEO, which may move the
+// HW and propose an ISR expansion (updateFollowerFetchState), then reads
+// from the log up to the leader's LEO (readFromLog). A follower whose log
+// diverges at LastFetchedEpoch gets the epoch and end offset to truncate to
+// instead of data, and its position is not recorded. Each step checks the
+// role and leader epoch under mu.
+func (p *Partition) UpdateFollowerAndRead(f FollowerFetch) (ReadResult, error) {
+	epoch, diverging, err := p.updateFollowerFetchState(f)
+	if err != nil || diverging != nil {
+		return diverging.orEmpty(), err
+	}
+	return p.readForFollower(f, epoch)
+}
+
+// updateFollowerFetchState validates a follower fetch and records it. It
+// returns the leader epoch it was checked against, or the divergence
+// answer when the follower must truncate first.
+func (p *Partition) updateFollowerFetchState(f FollowerFetch) (int32, *ReadResult, error) {
+	p.mu.Lock()
+	if err := p.checkFollowerFetchLocked(f); err != nil {
+		p.mu.Unlock()
+		return -1, nil, err
+	}
+	epoch := p.leaderEpoch
+	if f.LastFetchedEpoch >= 0 {
+		div, err := p.divergenceLocked(f.LastFetchedEpoch, f.FetchOffset)
+		if err != nil || div != nil {
+			var res *ReadResult
+			if div != nil {
+				res = &ReadResult{Diverging: div, HighWatermark: p.log.HighWatermark(),
+					LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+			}
+			p.mu.Unlock()
+			return epoch, res, err
+		}
+	}
+	moved, change := p.observeFollowerLocked(f.ReplicaID, f.FetchOffset)
+	p.mu.Unlock()
+	if moved {
+		p.watchers.notify()
+	}
+	if change != nil && p.proposeISR != nil {
+		p.proposeISR(p, *change)
+	}
+	return epoch, nil, nil
+}
+
+// checkFollowerFetchLocked refuses a fetch from a replica of another epoch
+// or outside the assignment, or when this broker does not lead. Must be
+// called with mu held.
+func (p *Partition) checkFollowerFetchLocked(f FollowerFetch) error {
 	if p.role != RoleLeader {
-		p.mu.RUnlock()
+		return kerr.NotLeaderForPartition
+	}
+	if err := p.checkEpochLocked(f.CurrentLeaderEpoch); err != nil {
+		return err
+	}
+	if !slices.Contains(p.replicas, f.ReplicaID) {
+		return kerr.NotLeaderForPartition
+	}
+	return nil
+}
+
+// readForFollower reads for a follower whose fetch was recorded at epoch;
+// a leadership that changed in between answers NOT_LEADER_OR_FOLLOWER (or
+// FENCED_LEADER_EPOCH when the fetch named the old epoch).
+func (p *Partition) readForFollower(f FollowerFetch, epoch int32) (ReadResult, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.role != RoleLeader {
 		return ReadResult{}, kerr.NotLeaderForPartition
 	}
 	if err := p.checkEpochLocked(f.CurrentLeaderEpoch); err != nil {
-		p.mu.RUnlock()
 		return ReadResult{}, err
 	}
-	if !slices.Contains(p.replicas, f.ReplicaID) {
-		p.mu.RUnlock()
+	if p.leaderEpoch != epoch {
 		return ReadResult{}, kerr.NotLeaderForPartition
 	}
-	if f.LastFetchedEpoch >= 0 {
-		div, err := p.divergenceLocked(f.LastFetchedEpoch, f.FetchOffset)
-		if err != nil {
-			p.mu.RUnlock()
-			return ReadResult{}, err
-		}
-		if div != nil {
-			res := ReadResult{Diverging: div, HighWatermark: p.log.HighWatermark(),
-				LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
-			p.mu.RUnlock()
-			return res, nil
-		}
-	}
-	leo := p.log.LogEndOffset()
-	p.mu.RUnlock()
-
-	if leo >= 0 {
-		p.observeFollower(f.ReplicaID, f.FetchOffset, leo)
-	}
-
-	p.mu.RLock()
-	defer p.mu.RUnlock()
 	res := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
 	rr, err := p.log.Read(f.FetchOffset, f.MaxBytes, res.LogEndOffset, f.MinOneBatch)
 	if err != nil {
@@ -174,6 +235,14 @@ func (p *Partition) ReadForFollower(f FollowerFetch) (ReadResult, error) {
 	}
 	res.ReadResult = rr
 	return res, nil
+}
+
+// orEmpty is the result itself, or an empty one when r is nil.
+func (r *ReadResult) orEmpty() ReadResult {
+	if r == nil {
+		return ReadResult{}
+	}
+	return *r
 }
 
 // divergenceLocked compares a follower's last fetched epoch with our epoch
@@ -193,29 +262,18 @@ func (p *Partition) divergenceLocked(lastFetchedEpoch int32, fetchOffset int64) 
 	return nil, nil
 }
 
-// observeFollower records a follower's fetch, then moves the HW and proposes
-// an ISR expansion if it caught up.
-func (p *Partition) observeFollower(id int32, fetchOffset, leaderLEO int64) {
-	p.mu.Lock()
-	if p.role != RoleLeader {
-		p.mu.Unlock()
-		return
-	}
+// observeFollowerLocked records a follower's fetch at fetchOffset against
+// the leader's LEO now, then moves the HW and proposes an ISR expansion if
+// the follower caught up. Must be called with mu held for writing.
+func (p *Partition) observeFollowerLocked(id int32, fetchOffset int64) (hwMoved bool, change *AlterISR) {
 	f, ok := p.followers[id]
 	if !ok {
 		f = &FollowerProgress{ID: id, LEO: -1}
 		p.followers[id] = f
 	}
-	f.observeFetch(fetchOffset, leaderLEO, p.now())
+	f.observeFetch(fetchOffset, p.log.LogEndOffset(), p.now())
 	moved := p.maybeAdvanceHWLocked()
-	change := p.maybeExpandISRLocked(f)
-	p.mu.Unlock()
-	if moved {
-		p.watchers.notify()
-	}
-	if change != nil && p.proposeISR != nil {
-		p.proposeISR(p, *change)
-	}
+	return moved, p.maybeExpandISRLocked(f)
 }
 
 // AlterISR is an ISR change for the controller (AlterPartition).
@@ -282,30 +340,38 @@ func (p *Partition) MaybeShrinkISR(lagMax time.Duration) {
 // dropped and will be proposed again if still needed.
 func (p *Partition) ISRResult(sent AlterISR, isr []int32, leaderEpoch, partitionEpoch int32, err error) {
 	p.mu.Lock()
-	defer p.watchers.notify()
-	defer p.mu.Unlock()
+	applied, shrink := p.isrResultLocked(sent, isr, leaderEpoch, partitionEpoch, err)
+	p.mu.Unlock()
+	p.watchers.notify()
+	if applied && p.onISRChange != nil {
+		p.onISRChange(p, shrink)
+	}
+}
+
+// isrResultLocked applies an AlterPartition answer and reports whether it
+// committed a change, and whether that was a shrink. Must be called with mu
+// held for writing.
+func (p *Partition) isrResultLocked(sent AlterISR, isr []int32, leaderEpoch, partitionEpoch int32, err error) (applied, shrink bool) {
 	if p.role != RoleLeader || p.leaderEpoch != sent.LeaderEpoch || p.isr.kind == isrCommitted ||
 		!slices.Equal(p.isr.proposed, sent.NewISR) {
-		return // a newer state has superseded this change
+		return false, false // a newer state has superseded this change
 	}
 	if err != nil {
 		p.logger.Warn("ISR change refused", "proposed", sent.NewISR, "err", err)
 		p.isr = isrState{committed: p.isr.committed}
 		p.isrRetryAfter = p.now().Add(isrRetryBackoff)
-		return
+		return false, false
 	}
 	if leaderEpoch != p.leaderEpoch || partitionEpoch <= p.partitionEpoch {
 		p.isr = isrState{committed: p.isr.committed}
-		return
+		return false, false
 	}
 	p.partitionEpoch = partitionEpoch
-	shrink := len(isr) < len(p.isr.committed)
+	shrink = len(isr) < len(p.isr.committed)
 	p.isr = isrState{committed: slices.Clone(isr)}
 	p.logger.Info("ISR updated", "isr", isr, "partition_epoch", partitionEpoch)
 	p.maybeAdvanceHWLocked()
-	if p.onISRChange != nil {
-		p.onISRChange(p, shrink)
-	}
+	return true, shrink
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <= epoch

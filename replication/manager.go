@@ -183,10 +183,9 @@ func (m *Manager) Remove(topic string, index int32, deleteLog bool) error {
 	m.mu.Unlock()
 	if ok {
 		m.removeFromFetchers(p)
-		p.mu.Lock()
-		p.role = RoleNone
-		p.mu.Unlock()
-		p.watchers.notify()
+		if err := p.makeOffline(); err != nil {
+			m.logger.Warn("taking a removed partition offline", "partition", p.String(), "err", err)
+		}
 	}
 	if deleteLog {
 		return m.opts.Logs.Delete(tp)

@@ -101,7 +101,7 @@ func replicate(t *testing.T, leader, follower *testReplica, followerID int32) Re
 	if !ok {
 		t.Fatal("not a follower")
 	}
-	res, err := leader.p.ReadForFollower(FollowerFetch{ReplicaID: followerID, FetchOffset: st.FetchOffset,
+	res, err := leader.p.UpdateFollowerAndRead(FollowerFetch{ReplicaID: followerID, FetchOffset: st.FetchOffset,
 		LastFetchedEpoch: st.LastFetchedEpoch, CurrentLeaderEpoch: st.LeaderEpoch, MaxBytes: 1 << 20, MinOneBatch: true})
 	if err != nil {
 		t.Fatalf("follower %d fetch: %v", followerID, err)
