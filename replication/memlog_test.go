@@ -356,6 +356,9 @@ func (l *memLog) crash() error {
 	keep := sort.Search(len(l.segments), func(s int) bool { return l.segments[s] > l.leo })
 	l.segments = l.segments[:max(keep, 1)]
 	l.hw = max(min(l.hwCheckpoint, l.leo), l.logStart)
+	// The restart's first checkpoint writes the recovered HW back (so a
+	// second crash soon after does not revive a checkpoint from before).
+	l.hwCheckpoint = l.hw
 	l.flushed = l.leo
 	if err := l.epochs.TruncateFromEnd(l.leo); err != nil {
 		return err
