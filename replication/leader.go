@@ -147,41 +147,32 @@ type FollowerFetch struct {
 }
 
 // UpdateFollowerAndRead serves a follower's fetch in Kafka's two steps. It
-// first records the follower's fetch offset as its LEO, which may move the
-// HW and propose an ISR expansion (updateFollowerFetchState), then reads
-// from the log up to the leader's LEO (readFromLog). A follower whose log
-// diverges at LastFetchedEpoch gets the epoch and end offset to truncate to
-// instead of data, and its position is not recorded. Each step checks the
-// role and leader epoch under mu.
+// records the follower's fetch offset as its LEO, which may move the HW and
+// propose an ISR expansion (updateFollowerFetchState), then reads from the
+// log up to the leader's LEO (readFromLog), answering the HW as it stands
+// after the first step. A fetch the read would refuse (an offset outside
+// the log) and one whose log diverges at LastFetchedEpoch (it gets the
+// epoch and end offset to truncate to instead of data) are not recorded,
+// as in Kafka, which reads first. Each step checks the role and leader
+// epoch under mu.
 func (p *Partition) UpdateFollowerAndRead(f FollowerFetch) (ReadResult, error) {
-	epoch, diverging, err := p.updateFollowerFetchState(f)
-	if err != nil || diverging != nil {
-		return diverging.orEmpty(), err
+	epoch, answer, err := p.updateFollowerFetchState(f)
+	if err != nil || answer != nil {
+		return answer.orEmpty(), err
 	}
 	return p.readForFollower(f, epoch)
 }
 
 // updateFollowerFetchState validates a follower fetch and records it. It
-// returns the leader epoch it was checked against, or the divergence
-// answer when the follower must truncate first.
+// returns the leader epoch it was checked against, or the answer when
+// there is nothing to read.
 func (p *Partition) updateFollowerFetchState(f FollowerFetch) (int32, *ReadResult, error) {
 	p.mu.Lock()
-	if err := p.checkFollowerFetchLocked(f); err != nil {
-		p.mu.Unlock()
-		return -1, nil, err
-	}
 	epoch := p.leaderEpoch
-	if f.LastFetchedEpoch >= 0 {
-		div, err := p.divergenceLocked(f.LastFetchedEpoch, f.FetchOffset)
-		if err != nil || div != nil {
-			var res *ReadResult
-			if div != nil {
-				res = &ReadResult{Diverging: div, HighWatermark: p.log.HighWatermark(),
-					LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
-			}
-			p.mu.Unlock()
-			return epoch, res, err
-		}
+	answer, err := p.unreadableFetchLocked(f)
+	if err != nil || answer != nil {
+		p.mu.Unlock()
+		return epoch, answer, err
 	}
 	moved, change := p.observeFollowerLocked(f.ReplicaID, f.FetchOffset)
 	p.mu.Unlock()
@@ -192,6 +183,33 @@ func (p *Partition) updateFollowerFetchState(f FollowerFetch) (int32, *ReadResul
 		p.proposeISR(p, *change)
 	}
 	return epoch, nil, nil
+}
+
+// unreadableFetchLocked answers a follower fetch there is nothing to read
+// for: refused (not leader, epoch, not a replica), diverging, or out of the
+// log's range. nil, nil: the fetch may be recorded and read. Must be called
+// with mu held.
+func (p *Partition) unreadableFetchLocked(f FollowerFetch) (*ReadResult, error) {
+	if err := p.checkFollowerFetchLocked(f); err != nil {
+		return nil, err
+	}
+	offsets := &ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	if f.LastFetchedEpoch >= 0 {
+		div, err := p.divergenceLocked(f.LastFetchedEpoch, f.FetchOffset)
+		if err != nil {
+			return nil, err
+		}
+		if div != nil {
+			offsets.Diverging = div
+			return offsets, nil
+		}
+	}
+	if f.FetchOffset < offsets.LogStartOffset || f.FetchOffset > offsets.LogEndOffset {
+		// Not the follower's position: it may lie past our log end, on a
+		// log without epochs to tell where it diverges.
+		return offsets, kerr.OffsetOutOfRange
+	}
+	return nil, nil
 }
 
 // checkFollowerFetchLocked refuses a fetch from a replica of another epoch
