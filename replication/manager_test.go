@@ -28,7 +28,8 @@ type managerRig struct {
 }
 
 // pollingClient is a directClient whose empty answers wait, like a leader's
-// long poll, until the leader's log or HW moves or the fetcher stops.
+// long poll, until the leader's log or HW moves, MaxWait passes (on the
+// wall clock: the leader's timer) or the fetcher stops.
 type pollingClient struct{ directClient }
 
 func (c *pollingClient) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
@@ -43,6 +44,7 @@ func (c *pollingClient) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kms
 	}
 	select {
 	case <-w.C:
+	case <-time.After(time.Duration(req.MaxWaitMillis) * time.Millisecond):
 	case <-ctx.Done():
 	}
 	return resp, nil
@@ -58,7 +60,7 @@ func newManagerRig(t *testing.T, alter AlterPartitionFunc) *managerRig {
 	}
 	t.Cleanup(func() { logs.Close() })
 	r.m = NewManager(ManagerOptions{LocalID: 1, Logs: logs, AlterPartition: alter, ReplicaLagTimeMax: 10 * time.Second,
-		Fetcher: FetcherOptions{Backoff: time.Second, Client: r.newClient}, Now: clock.Now, After: r.timers.After})
+		Fetcher: FetcherOptions{MaxWait: 10 * time.Millisecond, Backoff: time.Second, Client: r.newClient}, Now: clock.Now, After: r.timers.After})
 	r.m.Start()
 	t.Cleanup(r.m.Close)
 	return r
