@@ -219,6 +219,12 @@ func (f *fetcher) nextRound() (fetchRound, bool) {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12) // names, LastFetchedEpoch and DivergingEpoch
 	req.ReplicaID = f.localID
+	// From v15 the replica names itself here, with its broker epoch for
+	// KIP-903 (below v15 the field is not sent).
+	req.ReplicaState.ID, req.ReplicaState.Epoch = f.localID, -1
+	if f.opts.BrokerEpoch != nil {
+		req.ReplicaState.Epoch = f.opts.BrokerEpoch()
+	}
 	req.MaxWaitMillis = int32(f.opts.MaxWait / time.Millisecond)
 	req.MinBytes = f.opts.MinBytes
 	req.MaxBytes = f.opts.MaxBytes

@@ -138,7 +138,10 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentLeaderE
 
 // FollowerFetch is one partition of a follower's fetch.
 type FollowerFetch struct {
-	ReplicaID          int32
+	ReplicaID int32
+	// ReplicaEpoch is the follower's broker epoch (Fetch v15+ ReplicaState);
+	// 0 or -1: not given.
+	ReplicaEpoch       int64
 	FetchOffset        int64
 	LastFetchedEpoch   int32 // -1: not given
 	CurrentLeaderEpoch int32 // -1: not given
@@ -174,7 +177,7 @@ func (p *Partition) updateFollowerFetchState(f FollowerFetch) (int32, *ReadResul
 		p.mu.Unlock()
 		return epoch, answer, err
 	}
-	moved, change := p.observeFollowerLocked(f.ReplicaID, f.FetchOffset)
+	moved, change := p.observeFollowerLocked(f.ReplicaID, f.ReplicaEpoch, f.FetchOffset)
 	p.mu.Unlock()
 	if moved {
 		p.watchers.notify()
@@ -283,13 +286,17 @@ func (p *Partition) divergenceLocked(lastFetchedEpoch int32, fetchOffset int64) 
 // observeFollowerLocked records a follower's fetch at fetchOffset against
 // the leader's LEO now, then moves the HW and proposes an ISR expansion if
 // the follower caught up. Must be called with mu held for writing.
-func (p *Partition) observeFollowerLocked(id int32, fetchOffset int64) (hwMoved bool, change *AlterISR) {
+func (p *Partition) observeFollowerLocked(id int32, brokerEpoch, fetchOffset int64) (hwMoved bool, change *AlterISR) {
 	f, ok := p.followers[id]
 	if !ok {
 		f = &FollowerProgress{ID: id, LEO: -1}
 		p.followers[id] = f
 	}
 	f.observeFetch(fetchOffset, p.log.LogEndOffset(), p.now())
+	f.BrokerEpoch = brokerEpoch
+	if brokerEpoch <= 0 {
+		f.BrokerEpoch = -1
+	}
 	moved := p.maybeAdvanceHWLocked()
 	return moved, p.maybeExpandISRLocked(f)
 }
@@ -302,6 +309,10 @@ type AlterISR struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []int32
+	// NewISREpochs are the broker epochs of NewISR's members as their
+	// fetches gave them (-1: unknown, the leader's own included), for
+	// AlterPartition v3's NewEpochISR (KIP-903).
+	NewISREpochs []int64
 }
 
 // maybeExpandISRLocked proposes adding f to the ISR if it caught up. Must be
@@ -322,8 +333,15 @@ func (p *Partition) maybeExpandISRLocked(f *FollowerProgress) *AlterISR {
 }
 
 func (p *Partition) alterLocked(isr []int32) *AlterISR {
+	epochs := make([]int64, len(isr))
+	for i, id := range isr {
+		epochs[i] = -1
+		if f, ok := p.followers[id]; ok {
+			epochs[i] = f.BrokerEpoch
+		}
+	}
 	return &AlterISR{Topic: p.Topic, TopicID: p.topicID, Partition: p.Index,
-		LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: slices.Clone(isr)}
+		LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: slices.Clone(isr), NewISREpochs: epochs}
 }
 
 // isrRetryBackoff is how long a leader waits before proposing again after
@@ -354,42 +372,98 @@ func (p *Partition) MaybeShrinkISR(lagMax time.Duration) {
 }
 
 // ISRResult applies the controller's answer to an AlterPartition. On success
-// the answer carries the new committed state; on failure the pending change is
-// dropped and will be proposed again if still needed.
-func (p *Partition) ISRResult(sent AlterISR, isr []int32, leaderEpoch, partitionEpoch int32, err error) {
+// the answer carries the new committed state. On failure the pending change
+// is dropped only when the controller certainly did not apply it; otherwise
+// it stays pending (its new member keeps counting for the HW, KIP-497),
+// either until metadata settles it or, when the answer was lost, until the
+// caller sends it again: ISRResult then returns true (Kafka's
+// Partition.handleAlterPartitionError and AlterPartitionManager's retries).
+func (p *Partition) ISRResult(sent AlterISR, isr []int32, leaderEpoch, partitionEpoch int32, err error) (resend bool) {
 	p.mu.Lock()
-	applied, shrink := p.isrResultLocked(sent, isr, leaderEpoch, partitionEpoch, err)
+	applied, shrink, resend := p.isrResultLocked(sent, isr, leaderEpoch, partitionEpoch, err)
 	p.mu.Unlock()
 	p.watchers.notify()
 	if applied && p.onISRChange != nil {
 		p.onISRChange(p, shrink)
 	}
+	return resend
 }
 
 // isrResultLocked applies an AlterPartition answer and reports whether it
-// committed a change, and whether that was a shrink. Must be called with mu
-// held for writing.
-func (p *Partition) isrResultLocked(sent AlterISR, isr []int32, leaderEpoch, partitionEpoch int32, err error) (applied, shrink bool) {
-	if p.role != RoleLeader || p.leaderEpoch != sent.LeaderEpoch || p.isr.kind == isrCommitted ||
-		!slices.Equal(p.isr.proposed, sent.NewISR) {
-		return false, false // a newer state has superseded this change
+// committed a change, whether that was a shrink, and whether the change is
+// to be sent again. Must be called with mu held for writing.
+func (p *Partition) isrResultLocked(sent AlterISR, isr []int32, leaderEpoch, partitionEpoch int32, err error) (applied, shrink, resend bool) {
+	if !p.pendingLocked(sent) {
+		return false, false, false // a newer state has superseded this change
 	}
 	if err != nil {
-		p.logger.Warn("ISR change refused", "proposed", sent.NewISR, "err", err)
-		p.isr = isrState{committed: p.isr.committed}
-		p.isrRetryAfter = p.now().Add(isrRetryBackoff)
-		return false, false
+		switch isrFailure(err) {
+		case isrNotApplied:
+			p.logger.Warn("ISR change refused", "proposed", sent.NewISR, "err", err)
+			p.isr = isrState{committed: p.isr.committed}
+			p.isrRetryAfter = p.now().Add(isrRetryBackoff)
+		case isrAwaitMetadata:
+			p.logger.Info("ISR change failed; awaiting newer metadata", "proposed", sent.NewISR, "err", err)
+		default:
+			p.logger.Warn("ISR change unanswered; sending it again", "proposed", sent.NewISR, "err", err)
+			return false, false, true
+		}
+		return false, false, false
 	}
 	if leaderEpoch != p.leaderEpoch || partitionEpoch <= p.partitionEpoch {
 		p.isr = isrState{committed: p.isr.committed}
-		return false, false
+		return false, false, false
 	}
 	p.partitionEpoch = partitionEpoch
 	shrink = len(isr) < len(p.isr.committed)
 	p.isr = isrState{committed: slices.Clone(isr)}
 	p.logger.Info("ISR updated", "isr", isr, "partition_epoch", partitionEpoch)
 	p.maybeAdvanceHWLocked()
-	return true, shrink
+	return true, shrink, false
+}
+
+// pendingLocked reports whether sent is the change still in flight for the
+// current leadership. Must be called with mu held.
+func (p *Partition) pendingLocked(sent AlterISR) bool {
+	return p.role == RoleLeader && p.leaderEpoch == sent.LeaderEpoch && p.isr.kind != isrCommitted &&
+		slices.Equal(p.isr.proposed, sent.NewISR)
+}
+
+// StillPending reports whether sent is still the change in flight (a
+// caller about to send it again checks first).
+func (p *Partition) StillPending(sent AlterISR) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.pendingLocked(sent)
+}
+
+// errNoController is the answer when there is no controller to ask: the
+// change was certainly not applied.
+var errNoController = errors.New("no controller to send AlterPartition to")
+
+type isrFailureKind int8
+
+const (
+	isrUnanswered    isrFailureKind = iota // lost or unexpected: maybe applied
+	isrNotApplied                          // the controller says it did not apply it
+	isrAwaitMetadata                       // our view is stale: metadata will say
+)
+
+// isrFailure classifies an AlterPartition failure as Kafka's leader does.
+// OPERATION_NOT_ATTEMPTED and INELIGIBLE_REPLICA promise the change was not
+// applied; the epoch and topic errors mean the controller has moved on and
+// its metadata will reach us; anything else (a timeout, a lost connection,
+// NOT_CONTROLLER) may have been applied, so only sending it again is safe.
+func isrFailure(err error) isrFailureKind {
+	switch {
+	case errors.Is(err, errNoController), errors.Is(err, kerr.OperationNotAttempted), errors.Is(err, kerr.IneligibleReplica):
+		return isrNotApplied
+	case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.InvalidUpdateVersion),
+		errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID),
+		errors.Is(err, kerr.InvalidRequest), errors.Is(err, kerr.NewLeaderElected):
+		return isrAwaitMetadata
+	}
+	return isrUnanswered
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <= epoch

@@ -3,7 +3,6 @@ package replication
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -17,7 +16,8 @@ import (
 // LeaderClient over it, and a clock with timers moved by hand.
 
 // serveReplicaFetch answers a replica's Fetch from leader, the one
-// partition this test broker holds (nil: it holds none).
+// partition this test broker holds (nil: it holds none). It reads the
+// replica's broker epoch from ReplicaState as a v15 request carries it.
 func serveReplicaFetch(leader *Partition, req *kmsg.FetchRequest) *kmsg.FetchResponse {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.SetVersion(req.GetVersion())
@@ -30,7 +30,7 @@ func serveReplicaFetch(leader *Partition, req *kmsg.FetchRequest) *kmsg.FetchRes
 			if leader == nil || rt.Topic != leader.Topic || rp.Partition != leader.Index {
 				sp.ErrorCode, sp.HighWatermark = kerr.NotLeaderForPartition.Code, -1
 			} else {
-				fillReplicaFetch(leader, req.ReplicaID, &rp, &sp)
+				fillReplicaFetch(leader, req.ReplicaID, req.ReplicaState.Epoch, &rp, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -39,8 +39,8 @@ func serveReplicaFetch(leader *Partition, req *kmsg.FetchRequest) *kmsg.FetchRes
 	return resp
 }
 
-func fillReplicaFetch(leader *Partition, replicaID int32, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) {
-	res, err := leader.UpdateFollowerAndRead(FollowerFetch{ReplicaID: replicaID, FetchOffset: rp.FetchOffset,
+func fillReplicaFetch(leader *Partition, replicaID int32, replicaEpoch int64, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) {
+	res, err := leader.UpdateFollowerAndRead(FollowerFetch{ReplicaID: replicaID, ReplicaEpoch: replicaEpoch, FetchOffset: rp.FetchOffset,
 		LastFetchedEpoch: rp.LastFetchedEpoch, CurrentLeaderEpoch: rp.CurrentLeaderEpoch,
 		MaxBytes: rp.PartitionMaxBytes, MinOneBatch: true})
 	if res.Release != nil {
@@ -54,7 +54,7 @@ func fillReplicaFetch(leader *Partition, replicaID int32, rp *kmsg.FetchRequestT
 	case res.Diverging != nil:
 		sp.DivergingEpoch.Epoch, sp.DivergingEpoch.EndOffset = res.Diverging.Epoch, res.Diverging.EndOffset
 	default:
-		sp.RecordBatches = slices.Clone(res.Data) // a socket would copy them out
+		sp.RecordBatches = res.Data // memLog's reads are copies already (a storage.Log's would need one)
 	}
 }
 

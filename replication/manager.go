@@ -20,7 +20,8 @@ type AlterISRResult struct {
 
 // AlterPartitionFunc sends ISR changes to the active controller in one
 // AlterPartition request and returns one result per change, in order. An
-// error means none was applied (they are proposed again later).
+// error means the answer was lost: the changes may or may not have been
+// applied, and they are sent again while still pending.
 type AlterPartitionFunc func(ctx context.Context, changes []AlterISR) ([]AlterISRResult, error)
 
 // ManagerOptions configure a Manager.
@@ -300,7 +301,7 @@ func (m *Manager) sendAlter(batch []alterItem) {
 	}
 	if m.opts.AlterPartition == nil {
 		for _, it := range batch {
-			it.p.ISRResult(it.change, nil, 0, 0, fmt.Errorf("no controller to send AlterPartition to"))
+			it.p.ISRResult(it.change, nil, 0, 0, errNoController)
 		}
 		return
 	}
@@ -308,16 +309,36 @@ func (m *Manager) sendAlter(batch []alterItem) {
 	results, err := m.opts.AlterPartition(ctx, changes)
 	cancel()
 	for i, it := range batch {
+		var resend bool
 		if err != nil || i >= len(results) {
 			if err == nil {
 				err = fmt.Errorf("AlterPartition answered %d of %d changes", len(results), len(batch))
 			}
-			it.p.ISRResult(it.change, nil, 0, 0, err)
-			continue
+			resend = it.p.ISRResult(it.change, nil, 0, 0, err)
+		} else {
+			r := results[i]
+			resend = it.p.ISRResult(it.change, r.ISR, r.LeaderEpoch, r.PartitionEpoch, r.Err)
 		}
-		r := results[i]
-		it.p.ISRResult(it.change, r.ISR, r.LeaderEpoch, r.PartitionEpoch, r.Err)
+		if resend {
+			m.resendLater(it)
+		}
 	}
+}
+
+// resendLater sends a change whose answer was lost again after
+// isrRetryBackoff, if it is still the one pending.
+func (m *Manager) resendLater(it alterItem) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		select {
+		case <-m.opts.After(isrRetryBackoff):
+			if it.p.StillPending(it.change) {
+				m.proposeISR(it.p, it.change)
+			}
+		case <-m.ctx.Done():
+		}
+	}()
 }
 
 // shrinkLoop checks every half lag period for followers to drop from ISRs,

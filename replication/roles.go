@@ -88,7 +88,7 @@ func (p *Partition) becomeLeaderLocked(st PartitionState, leo int64) error {
 	for _, id := range st.Replicas {
 		if id != p.localID {
 			// A member of the ISR gets a full lag period to show up.
-			p.followers[id] = &FollowerProgress{ID: id, LEO: -1, LastCaughtUp: now}
+			p.followers[id] = &FollowerProgress{ID: id, LEO: -1, LastCaughtUp: now, BrokerEpoch: -1}
 		}
 	}
 	p.logger.Info("became leader", "from", from, "leader_epoch", st.LeaderEpoch, "partition_epoch", st.PartitionEpoch,
@@ -109,7 +109,7 @@ func (p *Partition) applyPartitionEpochLocked(st PartitionState) {
 	now := p.now()
 	for _, id := range st.Replicas {
 		if _, ok := p.followers[id]; !ok && id != p.localID && p.role == RoleLeader {
-			p.followers[id] = &FollowerProgress{ID: id, LEO: -1, LastCaughtUp: now}
+			p.followers[id] = &FollowerProgress{ID: id, LEO: -1, LastCaughtUp: now, BrokerEpoch: -1}
 		}
 	}
 	p.maybeAdvanceHWLocked()
