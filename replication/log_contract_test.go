@@ -59,9 +59,9 @@ func openContractMemLog(_ *testing.T, segmentBytes int64) contractLog {
 	l := newMemLog(memLogConfig{SegmentBytes: segmentBytes})
 	return contractLog{ReplicaLog: l, reopen: func(hw int64) ReplicaLog {
 		l.flush()
-		l.mu.Lock()
+		l.lock()
 		l.hwCheckpoint = hw
-		l.mu.Unlock()
+		l.unlock()
 		if err := l.crash(); err != nil {
 			panic(err)
 		}

@@ -29,7 +29,11 @@ import (
 type memLog struct {
 	segmentBytes int64
 
-	mu       sync.Mutex // guards the fields below (the simulator's goroutine and tests' share it)
+	// mu guards the fields below for tests that share a log between
+	// goroutines; the simulator, on one goroutine, turns it off (single),
+	// which the race detector would otherwise make its largest cost.
+	mu       sync.Mutex
+	single   bool
 	batches  []memBatch // ascending offsets
 	segments []int64    // base offsets; the last is the active segment
 	logStart int64
@@ -40,12 +44,24 @@ type memLog struct {
 	// checkpoint, what a restart starts from.
 	hwCheckpoint int64
 	epochs       *storage.EpochCache
+	// cuts counts the changes that remove batches (truncations, crashes),
+	// so a checker knows when a prefix it compared may have changed.
+	cuts int
 }
 
 type memBatch struct {
 	base, last int64
 	maxTS      int64
+	epoch      int32
+	crc        uint32
 	data       []byte
+}
+
+// same reports whether b and o are the same batch: offsets, epoch, size and
+// CRC (over everything after the epoch; the simulator's records are unique,
+// so equal CRCs mean equal bytes), without comparing the bytes.
+func (b memBatch) same(o memBatch) bool {
+	return b.base == o.base && b.last == o.last && b.epoch == o.epoch && b.crc == o.crc && len(b.data) == len(o.data)
 }
 
 // memLogConfig tunes a memLog; zero values are storage's defaults.
@@ -64,27 +80,39 @@ func newMemLog(cfg memLogConfig) *memLog {
 
 var _ ReplicaLog = (*memLog)(nil)
 
+func (l *memLog) lock() {
+	if !l.single {
+		l.mu.Lock()
+	}
+}
+
+func (l *memLog) unlock() {
+	if !l.single {
+		l.mu.Unlock()
+	}
+}
+
 func (l *memLog) LogEndOffset() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.leo
 }
 
 func (l *memLog) LogStartOffset() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.logStart
 }
 
 func (l *memLog) HighWatermark() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.hw
 }
 
 func (l *memLog) SetHighWatermark(hw int64) int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	l.hw = max(min(hw, l.leo), l.logStart)
 	return l.hw
 }
@@ -92,8 +120,8 @@ func (l *memLog) SetHighWatermark(hw int64) int64 {
 func (l *memLog) EpochCache() *storage.EpochCache { return l.epochs }
 
 func (l *memLog) Size() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	var n int64
 	for _, b := range l.batches {
 		n += int64(len(b.data))
@@ -102,8 +130,8 @@ func (l *memLog) Size() int64 {
 }
 
 func (l *memLog) NumSegments() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return len(l.segments)
 }
 
@@ -136,8 +164,8 @@ func (l *memLog) AppendAsLeader(buf []byte, leaderEpoch int32, _ storage.AppendO
 	if err != nil {
 		return storage.AppendInfo{}, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	next := l.leo
 	for i := range hs {
 		b := buf[pos[i]:pos[i+1]]
@@ -154,8 +182,8 @@ func (l *memLog) AppendAsFollower(buf []byte) (storage.AppendInfo, error) {
 	if err != nil {
 		return storage.AppendInfo{}, err
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	if first := hs[0].BaseOffset; first != l.leo {
 		return storage.AppendInfo{}, fmt.Errorf("%w: first batch at offset %d, log end offset is %d", storage.ErrInvalidOffset, first, l.leo)
 	}
@@ -183,7 +211,8 @@ func (l *memLog) writeLocked(buf []byte, hs []storage.BatchHeader, pos []int) (s
 	var epochErr error
 	for i, h := range hs {
 		data := slices.Clone(buf[pos[i]:pos[i+1]])
-		l.batches = append(l.batches, memBatch{base: h.BaseOffset, last: h.LastOffset(), maxTS: h.MaxTimestamp, data: data})
+		l.batches = append(l.batches, memBatch{base: h.BaseOffset, last: h.LastOffset(), maxTS: h.MaxTimestamp,
+			epoch: h.PartitionLeaderEpoch, crc: h.CRC, data: data})
 		info.NumRecords += int64(h.RecordCount)
 		if h.MaxTimestamp > info.MaxTimestamp {
 			info.MaxTimestamp, info.OffsetOfMaxTimestamp = h.MaxTimestamp, h.LastOffset()
@@ -208,8 +237,8 @@ func (l *memLog) activeBytesLocked() int64 {
 }
 
 func (l *memLog) Read(offset int64, maxBytes int32, maxOffset int64, minOneBatch bool) (storage.ReadResult, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	if offset < l.logStart || offset > l.leo {
 		return storage.ReadResult{}, fmt.Errorf("%w: offset %d, log start offset %d, log end offset %d",
 			storage.ErrOffsetOutOfRange, offset, l.logStart, l.leo)
@@ -245,8 +274,8 @@ func (l *memLog) TruncateTo(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: truncate to %d", storage.ErrInvalidOffset, offset)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	if offset >= l.leo {
 		return nil
 	}
@@ -259,6 +288,7 @@ func (l *memLog) TruncateTo(offset int64) error {
 		newEnd = min(offset, l.batches[i].base)
 	}
 	l.batches = l.batches[:i:i]
+	l.cuts++
 	keep := sort.Search(len(l.segments), func(s int) bool { return l.segments[s] > offset })
 	l.segments = l.segments[:max(keep, 1)]
 	l.leo = newEnd
@@ -271,20 +301,21 @@ func (l *memLog) TruncateFullyAndStartAt(offset int64) error {
 	if offset < 0 {
 		return fmt.Errorf("%w: start at %d", storage.ErrInvalidOffset, offset)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	return l.truncateFullyLocked(offset)
 }
 
 func (l *memLog) truncateFullyLocked(offset int64) error {
+	l.cuts++
 	l.batches, l.segments = nil, []int64{offset}
 	l.logStart, l.leo, l.hw, l.flushed = offset, offset, offset, offset
 	return l.epochs.TruncateFromEnd(0) // every entry starts at or after 0: the history empties
 }
 
 func (l *memLog) SetLogStartOffset(offset int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	if offset <= l.logStart {
 		return nil
 	}
@@ -299,12 +330,13 @@ func (l *memLog) SetLogStartOffset(offset int64) error {
 	l.segments = l.segments[n:]
 	keep := sort.Search(len(l.batches), func(i int) bool { return l.batches[i].base >= l.segments[0] })
 	l.batches = l.batches[keep:]
+	l.cuts++
 	return l.epochs.TruncateFromStart(offset)
 }
 
 func (l *memLog) MaxTimestamp() (int64, int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	ts, off := int64(-1), int64(-1)
 	for _, b := range l.batches {
 		if b.last >= l.logStart && b.maxTS > ts {
@@ -315,8 +347,8 @@ func (l *memLog) MaxTimestamp() (int64, int64) {
 }
 
 func (l *memLog) OffsetForTimestamp(ts int64) (int64, int64, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	for _, b := range l.batches {
 		if b.last >= l.logStart && b.maxTS >= ts {
 			return max(b.base, l.logStart), b.maxTS, true
@@ -327,17 +359,17 @@ func (l *memLog) OffsetForTimestamp(ts int64) (int64, int64, bool) {
 
 // flush makes everything appended durable (Log.Flush).
 func (l *memLog) flush() {
-	l.mu.Lock()
+	l.lock()
 	l.flushed = l.leo
-	l.mu.Unlock()
+	l.unlock()
 }
 
 // checkpointHW writes the HW checkpoint (the storage manager's periodic
 // replication-offset-checkpoint).
 func (l *memLog) checkpointHW() {
-	l.mu.Lock()
+	l.lock()
 	l.hwCheckpoint = l.hw
-	l.mu.Unlock()
+	l.unlock()
 }
 
 // crash loses everything not flushed and reopens the log as storage.OpenLog
@@ -345,10 +377,11 @@ func (l *memLog) checkpointHW() {
 // the HW is the checkpointed one clamped into the log, and the epoch
 // history is cut to the log.
 func (l *memLog) crash() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	i := sort.Search(len(l.batches), func(i int) bool { return l.batches[i].last >= l.flushed })
 	l.batches = l.batches[:i:i]
+	l.cuts++
 	l.leo = l.logStart
 	if i > 0 {
 		l.leo = max(l.batches[i-1].last+1, l.logStart)
@@ -366,10 +399,20 @@ func (l *memLog) crash() error {
 	return l.epochs.TruncateFromStart(l.logStart)
 }
 
-// batchesBelow returns copies of the batches whose last offset is below end.
+// batchesFrom returns the batches whose last offset is in [from, end),
+// the log's own slice (see batchesBelow).
+func (l *memLog) batchesFrom(from, end int64) []memBatch {
+	bs := l.batchesBelow(end)
+	i := sort.Search(len(bs), func(i int) bool { return bs[i].last >= from })
+	return bs[i:]
+}
+
+// batchesBelow returns the batches whose last offset is below end. The
+// slice is the log's own, valid until the log next changes: for the
+// simulator's single goroutine only.
 func (l *memLog) batchesBelow(end int64) []memBatch {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.lock()
+	defer l.unlock()
 	i := sort.Search(len(l.batches), func(i int) bool { return l.batches[i].last >= end })
-	return slices.Clone(l.batches[:i])
+	return l.batches[:i:i]
 }
