@@ -76,7 +76,7 @@ func (c *simCluster) ackedAll(t *testing.T, leader int32, followers ...int32) {
 func TestSimKIP101HighWatermarkTruncationFollowedByImmediateLeaderElection(t *testing.T) {
 	const a, b = 1, 2
 	c := newFixedSim(t, []int32{a, b}, 1)
-	c.ackedAll(t, a, b) // m1 at offset 0
+	c.ackedAll(t, a, b)     // m1 at offset 0
 	c.stepProduce(a, -1, 1) // m2 at offset 1
 	c.roundTrip(b)          // B has m2, HW 1
 	c.stepFetch(b)          // B's next fetch moves A's HW to 2: m2 is acknowledged...
