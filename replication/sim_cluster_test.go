@@ -98,6 +98,9 @@ type simCluster struct {
 
 	choices   simChoices  // the scheduler's buffer
 	agreement []simAgreed // checkAgreement's progress, by pair of brokers
+	// ackedKey and ackedChecked are checkAcked's progress.
+	ackedKey     simAckedKey
+	ackedChecked int
 
 	steps []simLine // the schedule so far, as executed
 	err   error     // the first invariant violated

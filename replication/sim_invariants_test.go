@@ -122,9 +122,25 @@ func (c *simCluster) holds(b *simBroker, a *ackedBatch) bool {
 	return i < len(bs) && bs[i].same(a.batch)
 }
 
+// checkAcked checks every acknowledged batch on the ISR members and the
+// leader. Batches checked before are skipped while nothing that could
+// remove one has happened (no log lost batches, same ISR and leader).
 func (c *simCluster) checkAcked() {
 	leader := c.leaderBroker()
-	for i := range c.acked {
+	key := simAckedKey{partitionEpoch: c.ctl.partitionEpoch, leader: -1}
+	if leader != nil {
+		key.leader = leader.id
+	}
+	for _, b := range c.brokers {
+		key.cuts += b.log.cuts
+		key.incarnations += b.incarnation
+	}
+	from := 0
+	if key == c.ackedKey {
+		from = c.ackedChecked
+	}
+	c.ackedKey, c.ackedChecked = key, len(c.acked)
+	for i := from; i < len(c.acked); i++ {
 		a := &c.acked[i]
 		if a.exempt {
 			continue
@@ -145,6 +161,13 @@ func (c *simCluster) checkAcked() {
 			return
 		}
 	}
+}
+
+// simAckedKey is what checkAcked's result depends on besides the batches.
+type simAckedKey struct {
+	cuts, incarnations int
+	partitionEpoch     int32
+	leader             int32
 }
 
 func (a *ackedBatch) String() string {
