@@ -95,6 +95,7 @@ type simCluster struct {
 	unsafe bool
 
 	truncations, crashes int // what the schedule exercised
+	nsteps               int // steps taken
 
 	choices   simChoices  // the scheduler's buffer
 	agreement []simAgreed // checkAgreement's progress, by pair of brokers
@@ -102,7 +103,10 @@ type simCluster struct {
 	ackedKey     simAckedKey
 	ackedChecked int
 
-	steps []simLine // the schedule so far, as executed
+	// recording keeps the schedule (steps). Bulk runs leave it off and
+	// replay a failing seed with it on: the runs are the same.
+	recording bool
+	steps     []simLine // the schedule so far, as executed
 	err   error     // the first invariant violated
 }
 
@@ -198,7 +202,7 @@ type ackedBatch struct {
 }
 
 func newSimCluster(cfg simConfig) *simCluster {
-	c := &simCluster{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
+	c := &simCluster{cfg: cfg, recording: true, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		clock: &fakeClock{now: time.Unix(1_000_000, 0)}, logger: slog.New(slog.DiscardHandler)}
 	ids := slices.Clone(cfg.Replicas)
 	slices.Sort(ids)
@@ -243,11 +247,17 @@ func (l simLine) String() string {
 
 // record appends a step to the schedule.
 func (c *simCluster) record(format string, args ...any) {
-	c.steps = append(c.steps, simLine{format: format, args: args})
+	c.nsteps++
+	if c.recording {
+		c.steps = append(c.steps, simLine{format: format, args: args})
+	}
 }
 
 // note adds what happened to the last step.
 func (c *simCluster) note(format string, args ...any) {
+	if !c.recording || len(c.steps) == 0 {
+		return
+	}
 	last := &c.steps[len(c.steps)-1]
 	last.notes = append(last.notes, simLine{format: format, args: args})
 }

@@ -38,9 +38,11 @@ func randomSimConfig(seed uint64, steps int) simConfig {
 		SegmentBytes: 512, LagMax: 5 * time.Second, NoMemberEpochs: !*simMemberEpochs}
 }
 
-// runSimulation runs one random schedule and returns the cluster.
-func runSimulation(cfg simConfig) *simCluster {
+// runSimulation runs one random schedule and returns the cluster;
+// recording keeps its schedule for a report.
+func runSimulation(cfg simConfig, recording bool) *simCluster {
 	c := newSimCluster(cfg)
+	c.recording = recording
 	for range cfg.Steps {
 		if c.err != nil {
 			return c
@@ -55,7 +57,7 @@ func runSimulation(cfg simConfig) *simCluster {
 
 func TestSimulatorRandomSchedules(t *testing.T) {
 	if *simSeed != 0 {
-		c := runSimulation(randomSimConfig(*simSeed, *simSteps))
+		c := runSimulation(randomSimConfig(*simSeed, *simSteps), true)
 		if c.err != nil {
 			t.Fatal(c.report())
 		}
@@ -117,7 +119,14 @@ func runSeeds(first uint64, n, steps int) ([]*simCluster, simStats) {
 		go func() {
 			defer wg.Done()
 			for seed := range next {
-				c := runSimulation(randomSimConfig(seed, steps))
+				c := runSimulation(randomSimConfig(seed, steps), false)
+				if c.err != nil {
+					first := c.err
+					c = runSimulation(randomSimConfig(seed, steps), true) // the same run, with its schedule
+					if c.err == nil {
+						c.err = fmt.Errorf("%v; its replay passed: the simulation is not deterministic", first)
+					}
+				}
 				mu.Lock()
 				stats.add(c)
 				if c.err != nil {
