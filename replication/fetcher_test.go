@@ -171,6 +171,30 @@ func TestFetcherResetsBelowTheLeadersLogStart(t *testing.T) {
 	}
 }
 
+// DeleteRecords moved the leader's log start into a batch: the follower
+// restarts there, fetches that whole batch, restarts its empty log at the
+// batch's base (Kafka's UnexpectedAppendOffsetException handling) and then
+// follows the leader's log start again.
+func TestFetcherRestartsInsideABatchAtItsBase(t *testing.T) {
+	r := newFetcherRig(t)
+	r.produce(4) // offsets 0-3
+	st := PartitionState{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 2}
+	must(t, r.leader.MakeLeader(st, 1))
+	r.produce(1)
+	if _, err := r.leader.DeleteRecordsBefore(3); err != nil {
+		t.Fatal(err)
+	}
+	r.round() // out of range: restart at 3
+	r.round() // the batch 0-3: restart at 0 and append it
+	r.round()
+	if _, leo, _ := r.follower.Offsets(); leo != 5 {
+		t.Fatalf("follower LEO %d, want 5", leo)
+	}
+	if _, _, start := r.follower.Offsets(); start != 3 {
+		t.Fatalf("follower log start %d, want the leader's 3", start)
+	}
+}
+
 // A partition error backs off that partition only, for metadataLagBackoff
 // when the leader is a step behind (NOT_LEADER), on the injected clock.
 func TestFetcherBacksOffAPartitionOnTheInjectedClock(t *testing.T) {

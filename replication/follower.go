@@ -1,9 +1,12 @@
 package replication
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/storage"
 )
 
 // FollowerFetchState is what a replica fetcher needs to build its next fetch
@@ -43,7 +46,7 @@ func (p *Partition) AppendAsFollower(leaderEpoch int32, batches []byte, leaderHW
 		return err
 	}
 	if len(batches) > 0 {
-		if _, err := p.log.AppendAsFollower(batches); err != nil {
+		if err := p.appendFetched(batches); err != nil {
 			return fmt.Errorf("%s: follower append: %w", p, err)
 		}
 	}
@@ -58,6 +61,31 @@ func (p *Partition) AppendAsFollower(leaderEpoch int32, batches []byte, leaderHW
 		p.watchers.notify()
 	}
 	return nil
+}
+
+// appendFetched appends fetched batches. When the log is empty and its
+// start lies inside the first batch (the leader's log start moved into a
+// batch, by DeleteRecords, and we restarted there), the log restarts at that
+// batch's base first, as Kafka's Partition does on an
+// UnexpectedAppendOffsetException; the log start then follows the leader's
+// again. Must be called with roleMu held for reading.
+func (p *Partition) appendFetched(batches []byte) error {
+	_, err := p.log.AppendAsFollower(batches)
+	if !errors.Is(err, storage.ErrInvalidOffset) {
+		return err
+	}
+	h, herr := storage.ParseBatchHeader(batches)
+	leo := p.log.LogEndOffset()
+	if herr != nil || leo != p.log.LogStartOffset() || h.BaseOffset >= leo || h.LastOffset() < leo {
+		return err
+	}
+	p.logger.Info("the first fetched batch starts before our empty log; restarting the log at its base",
+		"base_offset", h.BaseOffset, "log_start", leo)
+	if err := p.log.TruncateFullyAndStartAt(h.BaseOffset); err != nil {
+		return err
+	}
+	_, err = p.log.AppendAsFollower(batches)
+	return err
 }
 
 // checkFollowerEpoch refuses work for another leader epoch than the one
