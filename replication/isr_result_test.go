@@ -39,7 +39,7 @@ func TestAlterPartitionFailures(t *testing.T) {
 			if resend := p.ISRResult(change, nil, 0, 0, tc.err); resend != tc.resend {
 				t.Fatalf("resend = %v, want %v", resend, tc.resend)
 			}
-			if pending := p.StillPending(change); pending != tc.pending {
+			if pending := p.stillPending(change); pending != tc.pending {
 				t.Fatalf("still pending = %v, want %v", pending, tc.pending)
 			}
 			want := []int32{1}

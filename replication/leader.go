@@ -429,9 +429,9 @@ func (p *Partition) pendingLocked(sent AlterISR) bool {
 		slices.Equal(p.isr.proposed, sent.NewISR)
 }
 
-// StillPending reports whether sent is still the change in flight (a
+// stillPending reports whether sent is still the change in flight (a
 // caller about to send it again checks first).
-func (p *Partition) StillPending(sent AlterISR) bool {
+func (p *Partition) stillPending(sent AlterISR) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.pendingLocked(sent)

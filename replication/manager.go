@@ -333,7 +333,7 @@ func (m *Manager) resendLater(it alterItem) {
 		defer m.wg.Done()
 		select {
 		case <-m.opts.After(isrRetryBackoff):
-			if it.p.StillPending(it.change) {
+			if it.p.stillPending(it.change) {
 				m.proposeISR(it.p, it.change)
 			}
 		case <-m.ctx.Done():
