@@ -195,6 +195,31 @@ func TestFetcherRestartsInsideABatchAtItsBase(t *testing.T) {
 	}
 }
 
+// A truncation inside the batch that holds the log start (which lies
+// inside it after DeleteRecords) drops the batch whole; the log restarts at
+// its log start rather than end below it (storage.Log would leave the log
+// end below the log start).
+func TestFollowerTruncationInsideTheLogStartBatchKeepsTheLog(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(1000, 0)}
+	for name, log := range map[string]ReplicaLog{"storage": newTestReplica(t, 2, clock).p.log, "memlog": newMemLog(memLogConfig{})} {
+		t.Run(name, func(t *testing.T) {
+			p := memPartition(2, clock, log)
+			st := PartitionState{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1}
+			if _, err := p.MakeFollower(st); err != nil {
+				t.Fatal(err)
+			}
+			must(t, p.AppendAsFollower(1, leaderBatch(0, 4), 4, 2)) // offsets 0-3; log start 2 follows the leader's
+			if _, _, start := p.Offsets(); start != 2 {
+				t.Fatalf("log start %d, want 2", start)
+			}
+			must(t, p.TruncateTo(1, 3))
+			if hw, leo, start := p.Offsets(); leo < start || hw < start {
+				t.Fatalf("HW %d, LEO %d below the log start %d", hw, leo, start)
+			}
+		})
+	}
+}
+
 // A partition error backs off that partition only, for metadataLagBackoff
 // when the leader is a step behind (NOT_LEADER), on the injected clock.
 func TestFetcherBacksOffAPartitionOnTheInjectedClock(t *testing.T) {

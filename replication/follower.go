@@ -46,7 +46,7 @@ func (p *Partition) AppendAsFollower(leaderEpoch int32, batches []byte, leaderHW
 		return err
 	}
 	if len(batches) > 0 {
-		if err := p.appendFetched(batches); err != nil {
+		if err := p.appendFetched(batches, leaderLogStart); err != nil {
 			return fmt.Errorf("%s: follower append: %w", p, err)
 		}
 	}
@@ -63,29 +63,37 @@ func (p *Partition) AppendAsFollower(leaderEpoch int32, batches []byte, leaderHW
 	return nil
 }
 
-// appendFetched appends fetched batches. When the log is empty and its
-// start lies inside the first batch (the leader's log start moved into a
-// batch, by DeleteRecords, and we restarted there), the log restarts at that
-// batch's base first, as Kafka's Partition does on an
-// UnexpectedAppendOffsetException; the log start then follows the leader's
-// again. Must be called with roleMu held for reading.
-func (p *Partition) appendFetched(batches []byte) error {
+// appendFetched appends fetched batches. A first batch that starts below
+// our log end although we fetched from it means a log start (ours or the
+// leader's, moved by DeleteRecords) lies inside that batch: a fetch returns
+// the batch holding its offset whole. When our log is empty (Kafka's
+// Partition handles this case, on an UnexpectedAppendOffsetException), or
+// everything the batch overlaps of ours lies below the leader's log start
+// (deleted there, so never read; Kafka would fail every fetch), we cut our
+// log at the batch's base and take the batch, then get our HW and log start
+// back. Must be called with roleMu held for reading.
+func (p *Partition) appendFetched(batches []byte, leaderLogStart int64) error {
 	_, err := p.log.AppendAsFollower(batches)
 	if !errors.Is(err, storage.ErrInvalidOffset) {
 		return err
 	}
 	h, herr := storage.ParseBatchHeader(batches)
-	leo := p.log.LogEndOffset()
-	if herr != nil || leo != p.log.LogStartOffset() || h.BaseOffset >= leo || h.LastOffset() < leo {
+	leo, start, hw := p.log.LogEndOffset(), p.log.LogStartOffset(), p.log.HighWatermark()
+	if herr != nil || h.BaseOffset >= leo || h.LastOffset() < leo || (leo != start && leo > leaderLogStart) {
 		return err
 	}
-	p.logger.Info("the first fetched batch starts before our empty log; restarting the log at its base",
-		"base_offset", h.BaseOffset, "log_start", leo)
-	if err := p.log.TruncateFullyAndStartAt(h.BaseOffset); err != nil {
+	p.logger.Info("the first fetched batch starts below our log end, in offsets the leader deleted; cutting our log at its base",
+		"base_offset", h.BaseOffset, "log_end_offset", leo, "leader_log_start", leaderLogStart)
+	if err := p.log.TruncateTo(h.BaseOffset); err != nil {
 		return err
 	}
-	_, err = p.log.AppendAsFollower(batches)
-	return err
+	if _, err := p.log.AppendAsFollower(batches); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.log.SetHighWatermark(hw)
+	p.mu.Unlock()
+	return p.log.SetLogStartOffset(start)
 }
 
 // checkFollowerEpoch refuses work for another leader epoch than the one
@@ -135,6 +143,13 @@ func (p *Partition) TruncateTo(leaderEpoch int32, offset int64) error {
 	p.logger.Info("truncating", "from_leo", p.log.LogEndOffset(), "to", offset, "leader_epoch", leaderEpoch)
 	if err := p.log.TruncateTo(offset); err != nil {
 		return fmt.Errorf("%s: truncate to %d: %w", p, offset, err)
+	}
+	if start := p.log.LogStartOffset(); p.log.LogEndOffset() < start {
+		// The batch holding offset began below our log start (which lay
+		// inside it), and went whole: a log cannot end below its start, so
+		// it restarts empty there (the next fetch brings the batch back).
+		p.logger.Info("truncation cut below the log start; restarting the log there", "log_start", start)
+		return p.log.TruncateFullyAndStartAt(start)
 	}
 	return nil
 }
