@@ -90,6 +90,9 @@ type simCluster struct {
 	acked   []ackedBatch
 	// committed is the highest HW seen: the committed log's end.
 	committed int64
+	// deletedBelow is the highest log start DeleteRecords set: acknowledged
+	// data below it is gone on purpose.
+	deletedBelow int64
 	// unsafe is set once Kafka allows data loss (trackCommitted): from
 	// then on only liveness is checked.
 	unsafe bool

@@ -12,12 +12,12 @@ import (
 //
 //   - the HW never moves back on a replica within one incarnation;
 //   - no two replicas disagree below the lower of their HWs (same batches,
-//     offsets, epochs, bytes): so none disagrees with the leader below its
-//     HW;
+//     offsets, epochs, bytes; from the higher log start, below which records
+//     are deleted): so none disagrees with the leader below its HW;
 //   - nothing acknowledged with acks=all (min.insync.replicas 2) is lost
 //     while one ISR member holds it: every live ISR member and the leader
 //     have it. A batch every ISR member lost in crashes is exempt (Kafka
-//     promises nothing then);
+//     promises nothing then), and so is one DeleteRecords removed;
 //   - a replica leads only an epoch the controller gave it, and an
 //     out-of-sync replica (one missing acknowledged data) leads only after
 //     an unclean election.
@@ -58,9 +58,11 @@ func (c *simCluster) checkBroker(b *simBroker) {
 	b.lastHW = hw
 }
 
-// checkAgreement compares every two live replicas below the lower HW. A
-// pair's prefix compared before is not compared again while neither log has
-// lost batches since.
+// checkAgreement compares every two live replicas below the lower HW and
+// from the higher log start (what lies below a log start is deleted: a
+// replica that followed the leader's DeleteRecords may keep divergent
+// batches there that no read serves). A pair's prefix compared before is
+// not compared again while neither log has lost batches since.
 func (c *simCluster) checkAgreement() {
 	for i, a := range c.brokers {
 		for _, b := range c.brokers[i+1:] {
@@ -72,7 +74,8 @@ func (c *simCluster) checkAgreement() {
 				*done = simAgreed{cutsA: a.log.cuts, cutsB: b.log.cuts}
 			}
 			below := min(a.log.HighWatermark(), b.log.HighWatermark())
-			if off, ok := firstDifference(a.log.batchesFrom(done.upTo, below), b.log.batchesFrom(done.upTo, below)); !ok {
+			from := max(done.upTo, a.log.LogStartOffset(), b.log.LogStartOffset())
+			if off, ok := firstDifference(a.log.batchesFrom(from, below), b.log.batchesFrom(from, below)); !ok {
 				c.fail("b%d and b%d disagree at offset %d, below their HWs (%d, %d)", a.id, b.id, off,
 					a.log.HighWatermark(), b.log.HighWatermark())
 				return
@@ -142,6 +145,9 @@ func (c *simCluster) checkAcked() {
 	c.ackedKey, c.ackedChecked = key, len(c.acked)
 	for i := from; i < len(c.acked); i++ {
 		a := &c.acked[i]
+		if a.batch.last < c.deletedBelow {
+			a.exempt = true // DeleteRecords removed it
+		}
 		if a.exempt {
 			continue
 		}
@@ -196,7 +202,8 @@ func (c *simCluster) converged() (bool, string) {
 		}
 	}
 	for _, b := range c.brokers {
-		if off, ok := firstDifference(leader.log.batchesBelow(leo), b.log.batchesBelow(leo)); !ok {
+		from := max(leader.log.LogStartOffset(), b.log.LogStartOffset())
+		if off, ok := firstDifference(leader.log.batchesFrom(from, leo), b.log.batchesFrom(from, leo)); !ok {
 			return false, fmt.Sprintf("b%d differs from the leader at offset %d", b.id, off)
 		}
 	}

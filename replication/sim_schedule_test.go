@@ -38,6 +38,7 @@ const (
 	choiceCut
 	choiceHeal
 	choicePreferred
+	choiceDeleteRecords
 )
 
 type simChoices []simChoice
@@ -112,6 +113,9 @@ func (c *simCluster) runFault(ch simChoice) {
 		c.stepHeal(ch.id, ch.peer)
 	case choicePreferred:
 		c.stepPreferred()
+	case choiceDeleteRecords:
+		hw, _, start := c.broker(ch.id).part.Offsets()
+		c.stepDeleteRecords(ch.id, start+c.rng.Int64N(hw-start+1))
 	}
 }
 
@@ -202,6 +206,9 @@ func (c *simCluster) faultChoices(cs *simChoices) {
 	for _, b := range c.brokers {
 		switch {
 		case b.alive:
+			if role, _ := b.roleEpoch(); role == RoleLeader {
+				cs.add(0.15, choiceDeleteRecords, b.id, 0, 0)
+			}
 			cs.add(0.4, choiceCrash, b.id, 0, 0)
 			cs.add(0.3, choiceFlush, b.id, 0, 0)
 			cs.add(0.8, choiceCheckpoint, b.id, 0, 0)

@@ -50,6 +50,22 @@ func (c *simCluster) stepProduce(id int32, acks int16, n int) {
 	c.afterStep()
 }
 
+// stepDeleteRecords moves the log start of leader id to offset (a
+// DeleteRecords; the leader refuses beyond its HW). Followers follow it, and
+// one that falls behind it restarts its log there (ResetTo).
+func (c *simCluster) stepDeleteRecords(id int32, offset int64) {
+	c.record("delete-records b%d before %d", id, offset)
+	if b := c.broker(id); b.alive {
+		start, err := b.part.DeleteRecordsBefore(offset)
+		if err != nil {
+			c.note("%v", err)
+		} else {
+			c.deletedBelow = max(c.deletedBelow, start)
+		}
+	}
+	c.afterStep()
+}
+
 // stepFetch has broker id's fetcher send its next round.
 func (c *simCluster) stepFetch(id int32) {
 	c.record("fetch b%d", id)
