@@ -110,7 +110,7 @@ type simCluster struct {
 	// replay a failing seed with it on: the runs are the same.
 	recording bool
 	steps     []simLine // the schedule so far, as executed
-	err   error     // the first invariant violated
+	err       error     // the first invariant violated
 }
 
 // simBroker is one broker's replica and fetcher.
