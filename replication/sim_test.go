@@ -23,7 +23,8 @@ var (
 	// -sim.member-epochs=false runs the schedules as kbroker's wire is
 	// today: fetches (v12) carry no broker epoch, so neither does
 	// AlterPartition, and a stale ISR expansion can add a replica that
-	// restarted with less data (the KIP-903 race; seeds 2326 and 3572 show it).
+	// restarted with less data (the KIP-903 race; seeds 242 743 3572 4802
+	// of the default run show it).
 	simMemberEpochs = flag.Bool("sim.member-epochs", true, "fetches and AlterPartition carry broker epochs (KIP-903)")
 )
 
