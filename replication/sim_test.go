@@ -24,7 +24,8 @@ var (
 	// today: fetches (v12) carry no broker epoch, so neither does
 	// AlterPartition, and a stale ISR expansion can add a replica that
 	// restarted with less data (the KIP-903 race; seeds 242 743 3572 4802
-	// of the default run show it).
+	// of the default run and TestSimKIP903StaleExpansionOfARestartedReplica
+	// show it).
 	simMemberEpochs = flag.Bool("sim.member-epochs", true, "fetches and AlterPartition carry broker epochs (KIP-903)")
 )
 
