@@ -67,6 +67,15 @@ func (r *testReplica) lastProposal() (AlterISR, bool) {
 
 // batch builds a v2 record batch of n records (no producer id).
 func batch(n int) []record.Batch {
+	pb, err := record.ParseProduce(rawBatch(n))
+	if err != nil {
+		panic(err)
+	}
+	return []record.Batch{pb}
+}
+
+// rawBatch is batch's bytes, as a fetch carries them.
+func rawBatch(n int) []byte {
 	var records []byte
 	for i := range n {
 		// length, attributes, timestamp delta, offset delta, key -1, value "v", 0 headers
@@ -86,11 +95,19 @@ func batch(n int) []record.Batch {
 	binary.BigEndian.PutUint32(b[57:], uint32(n))
 	b = append(b, records...)
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// stamp sets a raw batch's base offset and leader epoch, as a leader's
+// append does (neither is under the CRC).
+func stamp(b []byte, base int64, epoch int32) []byte {
 	pb, err := record.ParseProduce(b)
 	if err != nil {
 		panic(err)
 	}
-	return []record.Batch{pb}
+	pb.SetBaseOffset(base)
+	pb.SetPartitionLeaderEpoch(epoch)
+	return b
 }
 
 func leaderState(epoch, partitionEpoch int32, isr ...int32) PartitionState {
@@ -106,7 +123,7 @@ func replicate(t *testing.T, leader, follower *testReplica, followerID int32) Re
 	if !ok {
 		t.Fatal("not a follower")
 	}
-	res, err := leader.p.ReadForFollower(FollowerFetch{ReplicaID: followerID, FetchOffset: st.FetchOffset,
+	res, err := leader.p.UpdateFollowerAndRead(FollowerFetch{ReplicaID: followerID, FetchOffset: st.FetchOffset,
 		LastFetchedEpoch: st.LastFetchedEpoch, CurrentLeaderEpoch: st.LeaderEpoch, MaxBytes: 1 << 20, MinOneBatch: true})
 	if err != nil {
 		t.Fatalf("follower %d fetch: %v", followerID, err)
