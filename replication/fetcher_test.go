@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -27,7 +28,7 @@ func memPartition(id int32, clock *fakeClock, log ReplicaLog) *Partition {
 }
 
 func newFetcherRig(t *testing.T) *fetcherRig {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	r := &fetcherRig{t: t, clock: clock,
 		leader:   memPartition(1, clock, newMemLog(memLogConfig{})),
 		follower: memPartition(2, clock, newMemLog(memLogConfig{}))}
@@ -199,7 +200,7 @@ func TestFetcherRestartsInsideABatchAtItsBase(t *testing.T) {
 // its log start rather than end below it (storage.Log would leave the log
 // end below the log start).
 func TestFollowerTruncationInsideTheLogStartBatchKeepsTheLog(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	for name, log := range map[string]ReplicaLog{"storage": newTestReplica(t, 2, clock).p.log, "memlog": newMemLog(memLogConfig{})} {
 		t.Run(name, func(t *testing.T) {
 			p := memPartition(2, clock, log)

@@ -4,12 +4,14 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // pendingExpansion is a leader (broker 1, ISR {1}) whose follower 2 caught
 // up: the expansion to {1, 2} is in flight.
 func pendingExpansion(t *testing.T) (*Partition, AlterISR) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	var sent []AlterISR
 	p := NewPartition("t", 0, newMemLog(memLogConfig{}), PartitionOptions{LocalID: 1, Now: clock.Now,
 		ProposeISR: func(_ *Partition, c AlterISR) { sent = append(sent, c) }})

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/storage"
 )
@@ -55,7 +56,7 @@ func (g *gatedLog) SetLogStartOffset(offset int64) error {
 // runs with roleMu held for reading, so no transition can happen under it,
 // and with mu released, so readers and HW moves go on.
 func TestSlowLogCallsHoldRoleMuNotMu(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	for _, tc := range []struct {
 		op     string
 		leader bool

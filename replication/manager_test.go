@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -51,7 +52,7 @@ func (c *pollingClient) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kms
 }
 
 func newManagerRig(t *testing.T, alter AlterPartitionFunc) *managerRig {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	r := &managerRig{t: t, clock: clock, timers: &fakeTimers{clock: clock},
 		remote: memPartition(2, clock, newMemLog(memLogConfig{}))}
 	logs, err := storage.NewManager([]string{t.TempDir()}, storage.ManagerOptions{Logger: slog.New(slog.DiscardHandler)})

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -34,7 +35,7 @@ func TestRoleTransitionsTable(t *testing.T) {
 // "No leader known" keeps the replica a follower (of -1): it holds its
 // epoch, fetches nothing, and takes the next leadership normally.
 func TestLeaderlessReplicaIsAFollowerOfNobody(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	r := newTestReplica(t, 2, clock)
 	st := leaderState(3, 3, 1, 2, 3)
 	st.Leader = -1
@@ -67,7 +68,7 @@ func TestLeaderlessReplicaIsAFollowerOfNobody(t *testing.T) {
 // Offline is terminal: a state applied after Manager.Remove is refused, and
 // every request gets NOT_LEADER_OR_FOLLOWER.
 func TestOfflineIsTerminal(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	r := newTestReplica(t, 1, clock)
 	if err := r.p.MakeLeader(leaderState(1, 1, 1), 1); err != nil {
 		t.Fatal(err)

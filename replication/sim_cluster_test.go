@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/storage"
 )
@@ -207,7 +208,7 @@ type ackedBatch struct {
 
 func newSimCluster(cfg simConfig) *simCluster {
 	c := &simCluster{cfg: cfg, recording: true, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		clock: &fakeClock{now: time.Unix(1_000_000, 0)}, logger: slog.New(slog.DiscardHandler)}
+		clock: testsupport.NewClock(time.Unix(1_000_000, 0)), logger: slog.New(slog.DiscardHandler)}
 	ids := slices.Clone(cfg.Replicas)
 	slices.Sort(ids)
 	for _, id := range ids {
