@@ -50,11 +50,8 @@ type groupReader struct {
 	cl       *kgo.Client
 	name     string
 	assigned atomic.Bool
-	records  int64
-	bytes    int64
-	errs     int64
-	firstErr string
-	done     time.Time // when it had read every record
+	got      loadResult // records, bytes and errors read
+	done     time.Time  // when it had read every record
 }
 
 func consumeGroups(ctx context.Context, cfg loadConfig, startClock, stopClock func()) (loadResult, error) {
@@ -153,20 +150,8 @@ func waitJoined(ctx context.Context, bar *groupBarrier, readers []*groupReader) 
 
 // read polls until the group has read want records or ctx ends.
 func (r *groupReader) read(ctx context.Context, want int64) {
-	for r.records < want && ctx.Err() == nil {
-		fs := r.cl.PollFetches(ctx)
-		fs.EachError(func(_ string, _ int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return
-			}
-			if r.errs++; r.errs == 1 {
-				r.firstErr = err.Error()
-			}
-		})
-		fs.EachRecord(func(rec *kgo.Record) {
-			r.records++
-			r.bytes += int64(len(rec.Value))
-		})
+	for r.got.Records < want && ctx.Err() == nil {
+		tally(r.cl.PollFetches(ctx), &r.got)
 	}
 	r.done = time.Now()
 }
@@ -177,14 +162,14 @@ func groupsResult(readers []*groupReader, want int64, start time.Time, setup tim
 	res := loadResult{Setup: setup, Groups: len(readers)}
 	var short []string
 	for _, r := range readers {
-		res.Records += r.records
-		res.Bytes += r.bytes
+		res.Records += r.got.Records
+		res.Bytes += r.got.Bytes
 		res.Elapsed = max(res.Elapsed, r.done.Sub(start))
-		if res.Errors += r.errs; res.FirstError == "" {
-			res.FirstError = r.firstErr
+		if res.Errors += r.got.Errors; res.FirstError == "" {
+			res.FirstError = r.got.FirstError
 		}
-		if r.records < want {
-			short = append(short, fmt.Sprintf("%s read %d of %d", r.name, r.records, want))
+		if r.got.Records < want {
+			short = append(short, fmt.Sprintf("%s read %d of %d", r.name, r.got.Records, want))
 		}
 	}
 	if len(short) > 0 {

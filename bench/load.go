@@ -452,25 +452,30 @@ func consume(ctx context.Context, cfg loadConfig, startClock func()) (loadResult
 	start := time.Now()
 	var res loadResult
 	for res.Records < want && ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
-		fs.EachError(func(_ string, _ int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return
-			}
-			if res.Errors++; res.Errors == 1 {
-				res.FirstError = err.Error()
-			}
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			res.Records++
-			res.Bytes += int64(len(r.Value))
-		})
+		tally(cl.PollFetches(ctx), &res)
 	}
 	res.Elapsed = time.Since(start)
 	if res.Records < want {
 		return res, fmt.Errorf("consumed %d of %d records", res.Records, want)
 	}
 	return res, nil
+}
+
+// tally adds one poll's records, value bytes and errors (the context's
+// own aside) to res.
+func tally(fs kgo.Fetches, res *loadResult) {
+	fs.EachError(func(_ string, _ int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
+		}
+		if res.Errors++; res.Errors == 1 {
+			res.FirstError = err.Error()
+		}
+	})
+	fs.EachRecord(func(r *kgo.Record) {
+		res.Records++
+		res.Bytes += int64(len(r.Value))
+	})
 }
 
 // endToEnd consumes while it produces; each record's latency is the time

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const (
@@ -269,6 +270,16 @@ func createTopics(ctx context.Context, addrs []string, specs []topicSpec) error 
 
 // pollReady asks every broker; done when each lists every partition ready.
 func pollReady(ctx context.Context, c *cluster, p *metaPoller, want map[string]int) pollResult {
+	return pollEvery(ctx, c, p, func(md *kmsg.MetadataResponse) (int, bool, string) {
+		n := countReady(md, want, partitionsRF)
+		return n.FullISR, n.FullISR == n.Want, n.String()
+	})
+}
+
+// pollEvery asks every broker for its Metadata and judges each with f
+// (its progress, whether it is done, what it says); done when every broker
+// is. A broker that has exited makes the poll fatal.
+func pollEvery(ctx context.Context, c *cluster, p *metaPoller, f func(*kmsg.MetadataResponse) (int, bool, string)) pollResult {
 	var r pollResult
 	done := true
 	for i := range c.addrs {
@@ -281,10 +292,10 @@ func pollReady(ctx context.Context, c *cluster, p *metaPoller, want map[string]i
 			r.detail = append(r.detail, fmt.Sprintf("broker %d: %v", i+1, err))
 			continue
 		}
-		n := countReady(md, want, partitionsRF)
-		r.progress += n.FullISR
-		done = done && n.FullISR == n.Want
-		r.detail = append(r.detail, fmt.Sprintf("broker %d: %s", i+1, n))
+		progress, ok, what := f(md)
+		r.progress += progress
+		done = done && ok
+		r.detail = append(r.detail, fmt.Sprintf("broker %d: %s", i+1, what))
 	}
 	r.done = done && r.fatal == nil
 	return r
@@ -448,26 +459,11 @@ func restartVictim(ctx context.Context, c *cluster, p *metaPoller) (int, int32, 
 // pollInSync asks every broker; done when each lists node in the ISR of
 // every partition node holds.
 func pollInSync(ctx context.Context, c *cluster, p *metaPoller, want map[string]int, node int32, replicas *int) pollResult {
-	var r pollResult
-	done := true
-	for i := range c.addrs {
-		if err := c.exited(i); err != nil {
-			r.fatal = err
-		}
-		md, err := p.metadata(ctx, i)
-		if err != nil {
-			done = false
-			r.detail = append(r.detail, fmt.Sprintf("broker %d: %v", i+1, err))
-			continue
-		}
+	return pollEvery(ctx, c, p, func(md *kmsg.MetadataResponse) (int, bool, string) {
 		in, of := countInSync(md, want, node)
 		*replicas = of
-		r.progress += in
-		done = done && of > 0 && in == of
-		r.detail = append(r.detail, fmt.Sprintf("broker %d: node %d in the ISR of %d of its %d partitions", i+1, node, in, of))
-	}
-	r.done = done && r.fatal == nil
-	return r
+		return in, of > 0 && in == of, fmt.Sprintf("node %d in the ISR of %d of its %d partitions", node, in, of)
+	})
 }
 
 // diagnose says what each broker holds (descriptors against its limit,

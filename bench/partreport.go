@@ -35,8 +35,18 @@ func perBroker(r partitionRun, f func(held, base procHold) float64) (float64, bo
 	return sum / float64(len(r.Held)), true
 }
 
-func largest(r partitionRun, f func(procHold) int64) (float64, bool) {
-	return float64(maxHold(r.Held, f)), len(r.Held) > 0
+// largestMetric is f of the broker with the most of it, after the idle
+// window.
+func largestMetric(name string, f func(procHold) int64, format func(float64) string) partMetric {
+	return partMetric{name, func(r partitionRun) (float64, bool) { return float64(maxHold(r.Held, f)), len(r.Held) > 0 }, format}
+}
+
+// perPartitionMetric is f's growth per partition from the empty broker,
+// the mean of the brokers.
+func perPartitionMetric(name string, f func(procHold) int64, format func(float64) string) partMetric {
+	return partMetric{name, func(r partitionRun) (float64, bool) {
+		return perBroker(r, func(h, b procHold) float64 { return float64(f(h)-f(b)) / float64(r.Partitions) })
+	}, format}
 }
 
 func kib(f float64) string { return fmt.Sprintf("%.1f", f/1024) }
@@ -50,26 +60,18 @@ var (
 	pmIdle    = partMetric{"idle CPU, brokers together, % of one core", func(r partitionRun) (float64, bool) {
 		return r.IdleCPUPercent(), r.IdleWindow > 0 && len(r.Held) > 0
 	}, num2}
-	pmRSS     = partMetric{"RSS (VmRSS) of the largest broker, MiB", func(r partitionRun) (float64, bool) { return largest(r, func(h procHold) int64 { return h.RSS }) }, mib}
-	pmAnon    = partMetric{"anon RSS of the largest broker, MiB", func(r partitionRun) (float64, bool) { return largest(r, func(h procHold) int64 { return h.Anon }) }, mib}
-	pmRSSPart = partMetric{"RSS per partition over the empty broker, KiB (mean of brokers)", func(r partitionRun) (float64, bool) {
-		return perBroker(r, func(h, b procHold) float64 { return float64(h.RSS-b.RSS) / float64(r.Partitions) })
-	}, kib}
-	pmFDs = partMetric{"open fds of the largest broker", func(r partitionRun) (float64, bool) {
-		return largest(r, func(h procHold) int64 { return int64(h.FDs) })
-	}, num}
+	pmRSS     = largestMetric("RSS (VmRSS) of the largest broker, MiB", func(h procHold) int64 { return h.RSS }, mib)
+	pmAnon    = largestMetric("anon RSS of the largest broker, MiB", func(h procHold) int64 { return h.Anon }, mib)
+	pmRSSPart = perPartitionMetric("RSS per partition over the empty broker, KiB (mean of brokers)", func(h procHold) int64 { return h.RSS }, kib)
+	pmFDs     = largestMetric("open fds of the largest broker", func(h procHold) int64 { return int64(h.FDs) }, num)
 	pmFDLimit = partMetric{"open-file limit (soft) of the brokers, smallest", func(r partitionRun) (float64, bool) {
 		if len(r.Baseline) == 0 {
 			return 0, false
 		}
 		return float64(slices.MinFunc(r.Baseline, func(a, b procHold) int { return int(a.FDLimit - b.FDLimit) }).FDLimit), true
 	}, num}
-	pmFDPart = partMetric{"fds per partition over the empty broker (mean of brokers)", func(r partitionRun) (float64, bool) {
-		return perBroker(r, func(h, b procHold) float64 { return float64(h.FDs-b.FDs) / float64(r.Partitions) })
-	}, num2}
-	pmMaps = partMetric{"memory maps of the largest broker", func(r partitionRun) (float64, bool) {
-		return largest(r, func(h procHold) int64 { return int64(h.Maps) })
-	}, num}
+	pmFDPart = perPartitionMetric("fds per partition over the empty broker (mean of brokers)", func(h procHold) int64 { return int64(h.FDs) }, num2)
+	pmMaps   = largestMetric("memory maps of the largest broker", func(h procHold) int64 { return int64(h.Maps) }, num)
 	pmEMFILE = partMetric{"log lines saying \"too many open files\", brokers together", func(r partitionRun) (float64, bool) {
 		n := 0
 		for _, k := range r.EMFILE {
