@@ -77,6 +77,8 @@ func (s *suite) freshIdleCost(ctx context.Context, t targetKind, brokers, n int)
 	dir := filepath.Join(s.cfg.Out, "runs", fmt.Sprintf("%s-idle-conns", t))
 	os.RemoveAll(dir)
 	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
 	c, err := s.start(ctx, startOpts{kind: t, brokers: brokers, dir: dir, kbroker: s.bins(t)})
 	if err != nil {
 		return idleCost{}, err

@@ -212,7 +212,10 @@ func (s *suite) partitionSteps(ctx context.Context, c *cluster, p *metaPoller, s
 	sc := s.cfg.Scale
 	want := wantOf(specs)
 	t0 := time.Now()
-	if err := createTopics(ctx, c.addrs, specs); err != nil {
+	cctx, cancel := context.WithTimeout(ctx, sc.ReadyTimeout)
+	err := createTopics(cctx, c.addrs, specs)
+	cancel()
+	if err != nil {
 		return fmt.Errorf("creating %d topics: %w", len(specs), err)
 	}
 	pr.Create = time.Since(t0)
