@@ -182,7 +182,7 @@ func (s *segment) activate(p segmentParams) error {
 	s.freeLocked()
 	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("storage: open segment: %w", err)
+		return diskError("open segment", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
@@ -256,9 +256,7 @@ func (s *segment) deactivate() error {
 	s.openFile.Store(nil)
 	err := s.file.Truncate(s.size.Load())
 	err = errors.Join(err, s.index.trim(), s.timeIndex.trim(), s.file.Close())
-	s.index.file.Close()
-	s.timeIndex.file.Close()
-	s.file, s.index.file, s.timeIndex.file = nil, nil, nil
+	s.file = nil
 	s.active = false
 	s.allocated = 0
 	if err != nil {
@@ -449,7 +447,7 @@ func (s *segment) mapReadOnlyLocked() error {
 	if size > 0 {
 		f, err := os.Open(s.logPath())
 		if err != nil {
-			return fmt.Errorf("storage: open segment: %w", err)
+			return diskError("open segment", err)
 		}
 		data, err := mmapFile(f, size, false)
 		f.Close()
