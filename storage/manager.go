@@ -41,6 +41,11 @@ type ManagerOptions struct {
 	Fallocate                func(f *os.File, offset, length int64) error
 	MaxMappedSegments        int
 	CleanerDedupeBufferBytes int64
+	// MaxMappedSegmentsTotal bounds the inactive segments mapped for
+	// reading across all logs (default 1024, three memory mappings each),
+	// so that the map count stays within vm.max_map_count however many
+	// partitions are read from their old segments.
+	MaxMappedSegmentsTotal int
 
 	// newTicker replaces time.NewTicker in tests.
 	newTicker func(d time.Duration) (<-chan time.Time, func())
@@ -68,6 +73,12 @@ func (o ManagerOptions) withDefaults() ManagerOptions {
 	if o.LogCleanerBackoff <= 0 {
 		o.LogCleanerBackoff = 15 * time.Second
 	}
+	if o.MaxMappedSegments <= 0 {
+		o.MaxMappedSegments = LogOptions{}.withDefaults().MaxMappedSegments
+	}
+	if o.MaxMappedSegmentsTotal <= 0 {
+		o.MaxMappedSegmentsTotal = defaultMaxMappedSegmentsTotal
+	}
 	if o.newTicker == nil {
 		o.newTicker = func(d time.Duration) (<-chan time.Time, func()) {
 			t := time.NewTicker(d)
@@ -76,6 +87,10 @@ func (o ManagerOptions) withDefaults() ManagerOptions {
 	}
 	return o
 }
+
+// defaultMaxMappedSegmentsTotal is ManagerOptions.MaxMappedSegmentsTotal's
+// default: 3,072 mappings, a twentieth of the usual vm.max_map_count.
+const defaultMaxMappedSegmentsTotal = 1024
 
 // PartitionDir is a partition directory found in a log dir at startup.
 type PartitionDir struct {
@@ -119,6 +134,7 @@ type Manager struct {
 	opts   ManagerOptions
 	logger *slog.Logger
 	dirs   []*dirState
+	maps   *mapCache // shared by every log
 
 	openMu       sync.Mutex
 	checkpointMu sync.Mutex // serialises checkpoint file writes
@@ -151,6 +167,7 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 		opts: opts, logger: opts.Logger,
 		logs: map[TopicPartition]*managedLog{}, onDisk: map[TopicPartition]PartitionDir{},
 		stop: make(chan struct{}), done: make(chan struct{}),
+		maps: newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegmentsTotal),
 	}
 	for _, d := range dirs {
 		ds, err := m.loadDir(d)
@@ -403,7 +420,7 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 
 func (m *Manager) logOptions() LogOptions {
 	return LogOptions{Now: m.opts.Now, Logger: m.logger, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
-		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes}
+		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps}
 }
 
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
