@@ -14,9 +14,11 @@ const (
 	offsetIndexEntrySize = 8  // relative offset u32, position u32
 	timeIndexEntrySize   = 12 // timestamp i64, relative offset u32
 
-	// indexAllocChunk is how much of an index file is allocated on disk at a
-	// time while it grows (the file itself is preallocated sparse to its
-	// maximum size, as Kafka does).
+	// indexAllocChunk is the largest step in which an index file gets disk
+	// blocks while it grows (the file itself is preallocated sparse to its
+	// maximum size, as Kafka does); the step starts at a page and doubles
+	// with the allocated size, so that an idle partition's indexes hold a
+	// page each.
 	indexAllocChunk = 64 << 10
 )
 
@@ -121,7 +123,8 @@ func (x *indexFile) reserve(n int64) error {
 	if need <= x.allocated {
 		return nil
 	}
-	target := min(int64(len(x.data)), (need+indexAllocChunk-1)/indexAllocChunk*indexAllocChunk)
+	step := min(indexAllocChunk, max(pageSize, x.allocated))
+	target := min(int64(len(x.data)), (need+step-1)/step*step)
 	f, err := os.OpenFile(x.path, os.O_RDWR, 0)
 	if err != nil {
 		return diskError("open index", err)

@@ -3,7 +3,9 @@ package storage
 import (
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -124,5 +126,51 @@ func TestMapCacheBoundsAcrossLogs(t *testing.T) {
 	b.forget(b1, b2)
 	if c.mappedSegments() != 1 || !b1.mapped {
 		t.Fatal("forget must drop entries without unmapping")
+	}
+}
+
+// diskBlocks is the disk space allocated to the files of dir.
+func diskBlocks(t *testing.T, dir string) int64 {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, de := range des {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(dir, de.Name()), &st); err != nil {
+			t.Fatal(err)
+		}
+		n += st.Blocks * 512
+	}
+	return n
+}
+
+// An idle partition reserves a small first step of disk, not a whole
+// preallocation chunk (10,000 of them would reserve 80 GB with 8 MiB
+// chunks); a growing one doubles its step up to the chunk.
+func TestPreallocationGrowsWithTheSegment(t *testing.T) {
+	e := newTestEnv(t)
+	cfg := DefaultLogConfig() // 1 GiB segments, 8 MiB chunks
+	l := e.open(cfg, LogState{})
+	defer l.Close()
+	if got := diskBlocks(t, e.dir); got > minPreallocate+64<<10 {
+		t.Fatalf("an empty log holds %d bytes of disk", got)
+	}
+	batch := batchOfSize(t, 16<<10, 1)
+	for l.Size() < 3<<20 {
+		if _, err := l.AppendAsLeader(leaderBatches(t, batch), 0, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, size := diskBlocks(t, e.dir), l.Size(); got > 2*size+minPreallocate+64<<10 {
+		t.Fatalf("a log of %d bytes holds %d bytes of disk", size, got)
+	}
+	l.appendMu.Lock()
+	step := l.activeLocked().growStep()
+	l.appendMu.Unlock()
+	if step < 1<<20 {
+		t.Fatalf("the step is still %d bytes after 3 MiB", step)
 	}
 }

@@ -82,7 +82,7 @@ type segment struct {
 	bytesSinceIndex int64     // log bytes appended since the last index entry
 	allocated       int64     // bytes of .log allocated on disk (active only)
 	populated       int64     // mapped pages below this are present (active only; see write)
-	chunk           int64     // fallocate growth step (active only)
+	chunk           int64     // largest fallocate growth step (active only; see growStep)
 
 	// flushedSize is how many bytes of .log are known to be on disk; the
 	// flusher starts msync there.
@@ -162,7 +162,7 @@ func createSegment(dir string, base int64, p segmentParams, env *fileEnv, now ti
 		s.removeFiles()
 		return nil, err
 	}
-	if err := s.reserveLog(min(p.chunk, p.capacity)); err != nil {
+	if err := s.reserveLog(min(p.chunk, minPreallocate, p.capacity)); err != nil {
 		s.mu.Lock()
 		s.freeLocked()
 		s.mu.Unlock()
@@ -265,6 +265,16 @@ func (s *segment) deactivate() error {
 	return nil
 }
 
+// minPreallocate is the first fallocate step of a .log (see growStep).
+const minPreallocate = 64 << 10
+
+// growStep is the next fallocate step of the .log: it doubles with the
+// allocated size from minPreallocate up to the chunk, so that an idle or
+// small segment reserves little disk (10,000 idle partitions must not
+// reserve 10,000 chunks) while a busy one soon grows a chunk at a time.
+// Appender only.
+func (s *segment) growStep() int64 { return min(s.chunk, max(minPreallocate, s.allocated)) }
+
 // reserveLog makes sure disk blocks exist for n more bytes of .log.
 // Appender only.
 func (s *segment) reserveLog(n int64) error {
@@ -272,7 +282,8 @@ func (s *segment) reserveLog(n int64) error {
 	if need <= s.allocated {
 		return nil
 	}
-	target := min(s.capacity, (need+s.chunk-1)/s.chunk*s.chunk)
+	step := s.growStep()
+	target := min(s.capacity, (need+step-1)/step*step)
 	if err := s.env.allocate(s.file, s.allocated, target-s.allocated, true); err != nil {
 		return err
 	}
