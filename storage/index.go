@@ -104,7 +104,7 @@ func (x *indexFile) openReadOnly() error {
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("storage: stat index: %w", err)
+		return diskError("stat index", err)
 	}
 	n := st.Size() / int64(x.entrySize)
 	data, err := mmapFile(f, n*int64(x.entrySize), false)

@@ -188,7 +188,7 @@ func OpenLog(dir string, cfg LogConfig, st LogState, opts LogOptions) (*Log, err
 	}
 	opts = opts.withDefaults()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("storage: create log dir: %w", err)
+		return nil, diskError("create log dir", err)
 	}
 	l := &Log{
 		dir:       dir,

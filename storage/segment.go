@@ -187,7 +187,7 @@ func (s *segment) activate(p segmentParams) error {
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("storage: stat segment: %w", err)
+		return diskError("stat segment", err)
 	}
 	size := s.size.Load()
 	capacity := roundUpToPage(max(p.capacity, size, 1))
@@ -226,7 +226,7 @@ func indexEntriesOnDisk(s *segment) (int64, int64, error) {
 			return 0, nil
 		}
 		if err != nil {
-			return 0, fmt.Errorf("storage: stat index: %w", err)
+			return 0, diskError("stat index", err)
 		}
 		return st.Size() / int64(size), nil
 	}
