@@ -186,10 +186,10 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 	m := &Manager{
 		opts: opts, logger: opts.Logger,
 		logs: map[TopicPartition]*managedLog{}, onDisk: map[TopicPartition]PartitionDir{},
-		offline: map[TopicPartition]*OfflineLog{},
-		stop:    make(chan struct{}), done: make(chan struct{}),
+		stop: make(chan struct{}), done: make(chan struct{}),
 		maps: newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegmentsTotal),
 	}
+	m.offline = map[TopicPartition]*OfflineLog{}
 	for _, d := range dirs {
 		ds, err := m.loadDir(d)
 		if err != nil {
