@@ -18,6 +18,11 @@ const (
 	ReasonStorageError     = "storage_error"       // anything else (corrupt files, inconsistent topic id, ...)
 )
 
+// OfflineReasons lists the reasons, for metrics that show each one.
+func OfflineReasons() []string {
+	return []string{ReasonTooManyOpenFiles, ReasonTooManyMappings, ReasonDiskFull, ReasonLogDirFailure, ReasonStorageError}
+}
+
 // OfflineReason classifies an error of Manager.Open.
 func OfflineReason(err error) string {
 	switch {
