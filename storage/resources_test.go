@@ -70,8 +70,8 @@ func TestDescriptorsAndMappingsPerPartitionAreBounded(t *testing.T) {
 	}
 	m, logs := open()
 	for _, l := range logs {
-		for i := 0; l.NumSegments() < segs; i++ {
-			appendN(t, l, 1, 2, int64(i*2))
+		for l.NumSegments() < segs {
+			appendN(t, l, 1, 30, l.LogEndOffset()) // timestamps equal offsets
 		}
 	}
 	checkResources(t, "after appends", fds0, maps0, parts, mappedTotal)
