@@ -312,14 +312,16 @@ func (s *segment) reserve(n int64, batches int) error {
 const writeThreshold = 8 << 10
 
 // populateStep is how far ahead of a small append the mapping's pages are
-// made present in one madvise call.
+// made present in one madvise call, at most: the step is the segment's
+// size so far (at least a page), so that a partition with a few records
+// holds a few pages, not a megabyte of resident, dirty zeros.
 const populateStep = 1 << 20
 
 // write puts buf at pos in the segment's file: large appends with
 // write(2), small ones copied into the mapping, whose pages are populated
-// ahead in populateStep bites (MADV_POPULATE_WRITE, Linux 5.14+; best
-// effort). The mapping and the file share the page cache either way.
-// Appender only.
+// ahead in bites that double up to populateStep (MADV_POPULATE_WRITE,
+// Linux 5.14+; best effort). The mapping and the file share the page cache
+// either way. Appender only.
 func (s *segment) write(buf []byte, pos int64) error {
 	end := pos + int64(len(buf))
 	if len(buf) >= writeThreshold {
@@ -330,7 +332,8 @@ func (s *segment) write(buf []byte, pos int64) error {
 	}
 	if end > s.populated {
 		from := max(s.populated, pos/pageSize*pageSize)
-		to := min(roundUpToPage(end+populateStep), s.allocated, int64(len(s.data)))
+		ahead := min(populateStep, max(pageSize, end))
+		to := min(roundUpToPage(end+ahead), s.allocated, int64(len(s.data)))
 		if to > from {
 			unix.Madvise(s.data[from:to], unix.MADV_POPULATE_WRITE)
 			s.populated = to
