@@ -37,9 +37,11 @@ func segmentFileName(dir string, base int64, suffix string) string {
 // segment.bytes rounded to a page) so the mapping never moves while the
 // file grows by fallocate chunks under it; appends go into the file (large
 // ones by write(2), small ones copied into the mapping: the same page-cache
-// pages either way) and then publish the new size. An inactive segment is mapped read-only on the
-// first read and unmapped when the log evicts it (Log.mapped keeps only a few
-// mapped) or is retired.
+// pages either way) and then publish the new size. Only the active .log
+// keeps a descriptor open. An inactive segment holds none: it is mapped
+// read-only on the first read (its files opened for the mmap and closed at
+// once) and unmapped when the map cache evicts it (mapcache.go keeps only a
+// few mapped, per log and in total) or it is retired.
 //
 // References. Every reader holds a reference (acquire/release) while it
 // uses the mapping, including slices handed out by Log.Read until their
@@ -50,7 +52,8 @@ func segmentFileName(dir string, base int64, suffix string) string {
 //
 // Locking. Fields under "appender" are touched only with Log.appendMu held.
 // mu guards the mapping state and references; it is never held while
-// taking Log.appendMu or Log.mappedMu. maxTsMu guards the largest timestamp.
+// taking Log.appendMu or the map cache's lock. maxTsMu guards the largest
+// timestamp.
 type segment struct {
 	baseOffset int64
 	dir        string
