@@ -212,6 +212,12 @@ func (w *dialWatch) record(host string, err error) {
 	w.cancel(&UnreachableError{Brokers: w.seeds, Err: err})
 }
 
+func (w *dialWatch) everConnected() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.connected
+}
+
 // lastDialError returns a recent dial failure, if any.
 func (w *dialWatch) lastDialError() (string, error) {
 	w.mu.Lock()

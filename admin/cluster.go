@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // Broker is one live broker as the cluster's metadata lists it.
@@ -19,8 +20,9 @@ type Broker struct {
 	Rack       string `json:"rack,omitempty"`
 	Controller bool   `json:"controller"`
 	// Version is the Kafka release whose API versions this broker
-	// advertises (franz-go's guess), e.g. "v4.0".
+	// advertises (franz-go's guess), e.g. "v4.0" or "between v3.8 and v3.9".
 	Version  string `json:"version,omitempty"`
+	APIs     int    `json:"apis,omitempty"` // how many Kafka APIs it serves
 	Replicas int    `json:"replicas"` // partition replicas assigned to it
 	Leaders  int    `json:"leaders"`  // partitions it leads
 }
@@ -80,11 +82,28 @@ func (c *Client) ClusterInfo(ctx context.Context) (*ClusterInfo, error) {
 	if err == nil {
 		for i := range info.Brokers {
 			if v, ok := versions[info.Brokers[i].ID]; ok && v.Err == nil {
-				info.Brokers[i].Version = v.VersionGuess()
+				info.Brokers[i].Version, info.Brokers[i].APIs = versionGuess(v.Raw())
 			}
 		}
 	}
 	return info, nil
+}
+
+// versionGuess is franz-go's guess of the Kafka release a broker's API
+// versions match, judged on the APIs it has (a broker that leaves some
+// out, as kbroker does, is not thereby a 0.9 broker), and how many APIs.
+func versionGuess(r *kmsg.ApiVersionsResponse) (string, int) {
+	have := map[int16]bool{}
+	for _, k := range r.ApiKeys {
+		have[k.ApiKey] = true
+	}
+	var skip []int16
+	for k := int16(0); k <= kmsg.MaxKey; k++ {
+		if !have[k] {
+			skip = append(skip, k)
+		}
+	}
+	return kversion.FromApiVersionsResponse(r).VersionGuess(kversion.SkipKeys(skip...)), len(r.ApiKeys)
 }
 
 // Info summarizes metadata: the brokers with their replica and leader

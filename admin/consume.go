@@ -164,6 +164,22 @@ func (c *Client) partitionSet(ctx context.Context, topics []string, partitions [
 	return set, nil
 }
 
+// Partitions returns the partition numbers of a topic; a missing topic is a
+// NotFoundError.
+func (c *Client) Partitions(ctx context.Context, topic string) ([]int32, error) {
+	set, err := c.partitionSet(ctx, []string{topic}, nil)
+	if err != nil {
+		return nil, err
+	}
+	ps := set[topic]
+	out := make([]int32, 0, len(ps))
+	for p := range ps {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // GroupReadOptions say how ReadGroup consumes as a group member.
 type GroupReadOptions struct {
 	Group  string

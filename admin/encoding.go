@@ -149,9 +149,6 @@ func (e Encoding) HeadersText(hs []kgo.RecordHeader) string {
 	return strings.Join(parts, ",")
 }
 
-// Timestamp formats a record time for tables and pages.
-func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
-
 // InputRecord is one line of `produce --input json`: key, value and header
 // values are JSON strings (read in the encoding), other JSON values (taken
 // as their JSON text) or null.

@@ -106,6 +106,13 @@ func (c *Client) Explain(ctx context.Context, err error) error {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 		return c.deadlineErr()
 	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		if !c.dials.everConnected() {
+			return &UnreachableError{Brokers: c.cfg.Brokers, Err: opErr}
+		}
+		return fmt.Errorf("cannot reach broker %s: %w", opErr.Addr, opErr.Err)
+	}
 	var shards *kadm.ShardErrors
 	if errors.As(err, &shards) {
 		return c.shardErr(shards)
