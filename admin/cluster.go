@@ -23,8 +23,8 @@ type Broker struct {
 	// advertises (franz-go's guess), e.g. "v4.0" or "between v3.8 and v3.9".
 	Version  string `json:"version,omitempty"`
 	APIs     int    `json:"apis,omitempty"` // how many Kafka APIs it serves
-	Replicas int    `json:"replicas"` // partition replicas assigned to it
-	Leaders  int    `json:"leaders"`  // partitions it leads
+	Replicas int    `json:"replicas"`       // partition replicas assigned to it
+	Leaders  int    `json:"leaders"`        // partitions it leads
 }
 
 // ClusterInfo is what `cluster info` shows.

@@ -17,12 +17,12 @@ type OffsetKind int
 
 // The offset kinds.
 const (
-	OffsetStart     OffsetKind = iota // the log start (earliest)
-	OffsetEnd                         // the high watermark (latest)
-	OffsetExact                       // N
-	OffsetAfterStart                  // +N: N after the log start
-	OffsetBeforeEnd                   // -N: N before the end
-	OffsetTime                        // @T: the first record at or after T
+	OffsetStart      OffsetKind = iota // the log start (earliest)
+	OffsetEnd                          // the high watermark (latest)
+	OffsetExact                        // N
+	OffsetAfterStart                   // +N: N after the log start
+	OffsetBeforeEnd                    // -N: N before the end
+	OffsetTime                         // @T: the first record at or after T
 )
 
 // OffsetSpec is a position in every partition of a topic, as the CLI and

@@ -167,4 +167,3 @@ func commitGroup(t *testing.T, seeds []string, group, topic string) {
 	}
 	cl.LeaveGroup()
 }
-
