@@ -151,8 +151,12 @@ func (e Encoding) HeadersText(hs []kgo.RecordHeader) string {
 
 // InputRecord is one line of `produce --input json`: key, value and header
 // values are JSON strings (read in the encoding), other JSON values (taken
-// as their JSON text) or null.
+// as their JSON text) or null. It reads what Record prints: topic and offset
+// are accepted and ignored (the command names the topic, the broker assigns
+// offsets); partition and timestamp are kept.
 type InputRecord struct {
+	Topic     *string         `json:"topic"`
+	Offset    *int64          `json:"offset"`
 	Key       json.RawMessage `json:"key"`
 	Value     json.RawMessage `json:"value"`
 	Headers   []InputHeader   `json:"headers"`

@@ -58,16 +58,6 @@ func (s *session) consume(topics []string, o *consumeOpts) error {
 	if o.num < 0 {
 		return usagef("--num %d: want 0 or more", o.num)
 	}
-	out := &recordPrinter{p: s.p, enc: enc, topicColumn: len(topics) > 1, keyWidth: 8}
-	n := 0
-	show := func(r *kgo.Record) bool { out.print(r); n++; return true }
-	defer func() { fmt.Fprintf(s.cmd.ErrOrStderr(), "consumed %d records\n", n) }()
-	if o.group != "" {
-		if o.to != "" || o.partitions != nil {
-			return usagef("--to and --partitions do not go with --group: the group decides the partitions")
-		}
-		return s.c.ReadGroup(s.ctx, admin.GroupReadOptions{Group: o.group, Topics: topics, From: from, Limit: o.num}, show)
-	}
 	ro := admin.ReadOptions{Topics: topics, Partitions: o.partitions, From: from, Limit: o.num}
 	if o.to != "" {
 		to, err := admin.ParseOffset(o.to, time.Now())
@@ -76,7 +66,21 @@ func (s *session) consume(topics []string, o *consumeOpts) error {
 		}
 		ro.To = &to
 	}
-	return s.c.Read(s.ctx, ro, show)
+	if o.group != "" && (o.to != "" || o.partitions != nil) {
+		return usagef("--to and --partitions do not go with --group: the group decides the partitions")
+	}
+	out := &recordPrinter{p: s.p, enc: enc, topicColumn: len(topics) > 1, keyWidth: 8}
+	n := 0
+	show := func(r *kgo.Record) bool { out.print(r); n++; return true }
+	if o.group != "" {
+		err = s.c.ReadGroup(s.ctx, admin.GroupReadOptions{Group: o.group, Topics: topics, From: from, Limit: o.num}, show)
+	} else {
+		err = s.c.Read(s.ctx, ro, show)
+	}
+	if err == nil {
+		fmt.Fprintf(s.cmd.ErrOrStderr(), "consumed %d records\n", n)
+	}
+	return err
 }
 
 // recordPrinter prints consumed records: JSON lines, or table rows whose
