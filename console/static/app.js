@@ -76,6 +76,9 @@
       setLive("brokers_down", d.brokers_down && d.brokers_down.length ? d.brokers_down.join(",") : "none");
       setBad("under_replicated", d.under_replicated > 0); setBad("under_min_isr", d.under_min_isr > 0);
       setBad("offline", d.offline > 0); setBad("brokers_down", !!(d.brokers_down && d.brokers_down.length));
+      document.querySelectorAll("tr[data-broker]").forEach(function (row) {
+        row.classList.toggle("down", (d.brokers_down || []).indexOf(parseInt(row.dataset.broker, 10)) >= 0);
+      });
       var th = d.throughput, last = th.t.length - 1;
       if (last >= 0) {
         setLive("bytes_in", human(th.bytes_in[last])); setLive("bytes_out", human(th.bytes_out[last]));
