@@ -181,4 +181,3 @@ func TestLoopback(t *testing.T) {
 		}
 	}
 }
-
