@@ -243,7 +243,7 @@ func TestConfigKeys(t *testing.T) {
 	cfg := DefaultConfig()
 	for k, v := range map[string]string{
 		"brokers": "a:1, b:2", "security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512",
-		"sasl.jaas.config": `org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="p w";`,
+		"sasl.jaas.config":                      `org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="p w";`,
 		"ssl.endpoint.identification.algorithm": "", "request.timeout.ms": "2500",
 	} {
 		if err := cfg.Set(k, v); err != nil {

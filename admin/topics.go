@@ -274,12 +274,21 @@ func (c *Client) CreateTopics(ctx context.Context, names []string, partitions in
 	if err != nil {
 		return nil, c.Explain(ctx, err)
 	}
+	return c.perTopic(names, kmsg.CreateTopics.Int16(), func(name string) (CreateResult, error, string) {
+		r := resps[name]
+		return CreateResult{Topic: name, ID: topicID(r.ID), Partitions: r.NumPartitions, ReplicationFactor: r.ReplicationFactor},
+			r.Err, r.ErrMessage
+	})
+}
+
+// perTopic builds one result per topic with fill, turning each topic's
+// error code into a KafkaError; the error is the first failure.
+func (c *Client) perTopic(names []string, key int16, fill func(name string) (CreateResult, error, string)) ([]CreateResult, error) {
 	var out []CreateResult
 	var errs []error
 	for _, name := range names {
-		r := resps[name]
-		res := CreateResult{Topic: name, ID: topicID(r.ID), Partitions: r.NumPartitions, ReplicationFactor: r.ReplicationFactor}
-		if err := c.codeErr(fmt.Sprintf("topic %q", name), r.Err, strPtr(r.ErrMessage), kmsg.CreateTopics.Int16()); err != nil {
+		res, code, msg := fill(name)
+		if err := c.codeErr(fmt.Sprintf("topic %q", name), code, strPtr(msg), key); err != nil {
 			res.Error, errs = err.Error(), append(errs, err)
 		}
 		out = append(out, res)
@@ -293,17 +302,10 @@ func (c *Client) DeleteTopics(ctx context.Context, names []string) ([]CreateResu
 	if err != nil {
 		return nil, c.Explain(ctx, err)
 	}
-	var out []CreateResult
-	var errs []error
-	for _, name := range names {
+	return c.perTopic(names, kmsg.DeleteTopics.Int16(), func(name string) (CreateResult, error, string) {
 		r := resps[name]
-		res := CreateResult{Topic: name, ID: topicID(r.ID)}
-		if err := c.codeErr(fmt.Sprintf("topic %q", name), r.Err, strPtr(r.ErrMessage), kmsg.DeleteTopics.Int16()); err != nil {
-			res.Error, errs = err.Error(), append(errs, err)
-		}
-		out = append(out, res)
-	}
-	return out, firstOf(errs)
+		return CreateResult{Topic: name, ID: topicID(r.ID)}, r.Err, r.ErrMessage
+	})
 }
 
 // AlterTopicConfig sets and deletes topic configs (IncrementalAlterConfigs).
@@ -335,17 +337,13 @@ func (c *Client) AddPartitions(ctx context.Context, topics []string, n int) ([]C
 	if err != nil {
 		return nil, c.Explain(ctx, err)
 	}
-	var out []CreateResult
-	var errs []error
-	for _, t := range topics {
-		r := resps[t]
-		res := CreateResult{Topic: t, Partitions: int32(len(md.Topics[t].Partitions) + n)}
-		if err := c.codeErr(fmt.Sprintf("topic %q", t), r.Err, strPtr(r.ErrMessage), kmsg.CreatePartitions.Int16()); err != nil {
-			res.Error, res.Partitions, errs = err.Error(), int32(len(md.Topics[t].Partitions)), append(errs, err)
+	return c.perTopic(topics, kmsg.CreatePartitions.Int16(), func(t string) (CreateResult, error, string) {
+		r, had := resps[t], len(md.Topics[t].Partitions)
+		if r.Err != nil {
+			return CreateResult{Topic: t, Partitions: int32(had)}, r.Err, r.ErrMessage
 		}
-		out = append(out, res)
-	}
-	return out, firstOf(errs)
+		return CreateResult{Topic: t, Partitions: int32(had + n)}, nil, ""
+	})
 }
 
 // firstOf returns the first error, saying how many more there were.

@@ -120,7 +120,7 @@ func (g *globals) groupDeleteCmd() *cobra.Command {
 			s.p.result(res, func(p *printer) {
 				var rows [][]string
 				for _, r := range res {
-					rows = append(rows, []string{r.Group, map[bool]string{true: "deleted", false: "failed"}[r.Error == ""]})
+					rows = append(rows, []string{r.Group, outcome(r.Error, "deleted")})
 				}
 				p.Table([]string{"GROUP", "STATUS"}, rows)
 			})

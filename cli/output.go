@@ -75,7 +75,23 @@ func offset(o int64) string {
 	return strconv.FormatInt(o, 10)
 }
 
+// count prints a count, "-" when unknown (negative).
+func count[T ~int32 | ~int16](n T) string {
+	if n < 0 {
+		return "-"
+	}
+	return itoa(n)
+}
+
 func itoa[T ~int | ~int32 | ~int64 | ~int16](n T) string { return strconv.FormatInt(int64(n), 10) }
+
+// outcome is a result's status column: ok, or "failed" with an error.
+func outcome(errText, ok string) string {
+	if errText != "" {
+		return "failed"
+	}
+	return ok
+}
 
 func orDash(s string) string {
 	if s == "" {

@@ -175,7 +175,7 @@ func (g *globals) reassignCancelCmd() *cobra.Command {
 			s.p.result(map[string]any{"cancelled": res}, func(p *printer) {
 				var rows [][]string
 				for _, m := range res {
-					rows = append(rows, []string{m.Topic, itoa(m.Partition), map[bool]string{true: "cancelled", false: "failed: " + m.Error}[m.Error == ""]})
+					rows = append(rows, []string{m.Topic, itoa(m.Partition), outcome(m.Error, "cancelled")})
 				}
 				p.Table([]string{"TOPIC", "PARTITION", "STATUS"}, rows)
 			})

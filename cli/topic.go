@@ -61,11 +61,7 @@ func createTable(p *printer, res []admin.CreateResult, dryRun bool) {
 	}
 	var rows [][]string
 	for _, r := range res {
-		st := status
-		if r.Error != "" {
-			st = "failed"
-		}
-		rows = append(rows, []string{r.Topic, orDash(r.ID), itoa(r.Partitions), itoa(r.ReplicationFactor), st})
+		rows = append(rows, []string{r.Topic, orDash(r.ID), count(r.Partitions), count(r.ReplicationFactor), outcome(r.Error, status)})
 	}
 	p.Table([]string{"TOPIC", "ID", "PARTITIONS", "REPLICAS", "STATUS"}, rows)
 }
@@ -164,11 +160,7 @@ func (g *globals) topicDeleteCmd() *cobra.Command {
 func statusTable(p *printer, res []admin.CreateResult, ok string) {
 	var rows [][]string
 	for _, r := range res {
-		st := ok
-		if r.Error != "" {
-			st = "failed"
-		}
-		rows = append(rows, []string{r.Topic, st})
+		rows = append(rows, []string{r.Topic, outcome(r.Error, ok)})
 	}
 	p.Table([]string{"TOPIC", "STATUS"}, rows)
 }
@@ -227,7 +219,7 @@ func (g *globals) topicAddPartitionsCmd() *cobra.Command {
 			s.p.result(res, func(p *printer) {
 				var rows [][]string
 				for _, r := range res {
-					rows = append(rows, []string{r.Topic, itoa(r.Partitions), map[bool]string{true: "added", false: "failed"}[r.Error == ""]})
+					rows = append(rows, []string{r.Topic, itoa(r.Partitions), outcome(r.Error, "added")})
 				}
 				p.Table([]string{"TOPIC", "PARTITIONS", "STATUS"}, rows)
 			})
