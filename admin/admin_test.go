@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -280,5 +281,35 @@ func TestKafkaErrorNamesCodeAndBroker(t *testing.T) {
 	}
 	if !errors.Is(err, kerr.TopicAlreadyExists) {
 		t.Error("the Kafka error is not wrapped")
+	}
+}
+
+// A watch ends once every seed refused twice in a row during it; a later
+// watch starts with a clean slate, and a dial that works resets the count.
+func TestDialWatchJudgesEachWatch(t *testing.T) {
+	w := newDialWatch([]string{"a:1", "b:1"})
+	refused := errors.New("connection refused")
+	ctx1, cancel1 := context.WithCancelCause(context.Background())
+	defer w.watch(cancel1)()
+	w.record("a:1", refused)
+	w.record("b:1", refused)
+	w.record("a:1", refused)
+	if ctx1.Err() != nil {
+		t.Fatal("ended before every seed failed twice")
+	}
+	w.record("b:1", refused)
+	var ue *UnreachableError
+	if !errors.As(context.Cause(ctx1), &ue) || !strings.Contains(ue.Error(), "cannot reach any broker of a:1,b:1") {
+		t.Fatalf("cause %v", context.Cause(ctx1))
+	}
+	ctx2, cancel2 := context.WithCancelCause(context.Background())
+	defer w.watch(cancel2)()
+	w.record("a:1", refused)
+	w.record("b:1", refused)
+	w.record("a:1", nil) // the cluster is back
+	w.record("a:1", refused)
+	w.record("b:1", refused)
+	if ctx2.Err() != nil {
+		t.Fatal("a watch ended by failures from before a working dial")
 	}
 }

@@ -67,13 +67,15 @@ func (c *Client) NewClient(opts ...kgo.Opt) (*kgo.Client, error) {
 // Close closes the client.
 func (c *Client) Close() { c.kgo.Close() }
 
-// Watch returns a context that also ends, with ErrUnreachable as its cause,
-// once no seed broker can be reached: kgo would otherwise retry dials until
-// the deadline.
+// Watch returns a context that also ends, with an *UnreachableError as its
+// cause, once every seed broker has refused two dials in a row while it
+// lives: kgo would otherwise retry dials until the deadline. A long-lived
+// client (the console) is not condemned by one outage: each watch judges
+// only the dials made during it.
 func (c *Client) Watch(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	stop := context.AfterFunc(c.dials.ctx, func() { cancel(context.Cause(c.dials.ctx)) })
-	return ctx, func() { stop(); cancel(context.Canceled) }
+	unwatch := c.dials.watch(cancel)
+	return ctx, func() { unwatch(); cancel(context.Canceled) }
 }
 
 func (c *Client) connOpts() ([]kgo.Opt, error) {
@@ -156,19 +158,33 @@ func (c *Client) saslMechanism() sasl.Mechanism {
 
 // dialWatch dials brokers for kgo and notices when no seed can be reached.
 type dialWatch struct {
-	seeds  []string
-	ctx    context.Context // ends with *UnreachableError
-	cancel context.CancelCauseFunc
+	seeds []string
 
-	mu        sync.Mutex // guards the following
-	connected bool       // some dial succeeded
-	failures  map[string]int
+	mu        sync.Mutex     // guards the following
+	connected bool           // some dial ever succeeded
+	failures  map[string]int // failed dials in a row per address, since the last success
 	lastErr   map[string]error
+	watchers  map[int]context.CancelCauseFunc // Watch contexts to end when unreachable
+	nextID    int
 }
 
 func newDialWatch(seeds []string) *dialWatch {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	return &dialWatch{seeds: seeds, ctx: ctx, cancel: cancel, failures: map[string]int{}, lastErr: map[string]error{}}
+	return &dialWatch{seeds: seeds, failures: map[string]int{}, lastErr: map[string]error{},
+		watchers: map[int]context.CancelCauseFunc{}}
+}
+
+// watch registers cancel to be called when the seeds turn out unreachable.
+func (w *dialWatch) watch(cancel context.CancelCauseFunc) (unwatch func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	id := w.nextID
+	w.nextID++
+	w.watchers[id] = cancel
+	return func() {
+		w.mu.Lock()
+		delete(w.watchers, id)
+		w.mu.Unlock()
+	}
 }
 
 func (w *dialWatch) dialer(tlsCfg *tls.Config) func(ctx context.Context, network, host string) (net.Conn, error) {
@@ -190,26 +206,29 @@ func (w *dialWatch) dialer(tlsCfg *tls.Config) func(ctx context.Context, network
 	}
 }
 
-// record notes one dial. Every seed failing twice before any dial worked
-// means the cluster is unreachable from here.
+// record notes one dial. Every seed failing twice in a row, with no dial
+// working in between, means the cluster is unreachable from here: the
+// current watchers end and the count starts over.
 func (w *dialWatch) record(host string, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err == nil {
 		w.connected = true
+		clear(w.failures)
 		return
 	}
 	w.failures[host]++
 	w.lastErr[host] = err
-	if w.connected {
-		return
-	}
 	for _, s := range w.seeds {
 		if w.failures[s] < 2 {
 			return
 		}
 	}
-	w.cancel(&UnreachableError{Brokers: w.seeds, Err: err})
+	for id, cancel := range w.watchers {
+		cancel(&UnreachableError{Brokers: w.seeds, Err: err})
+		delete(w.watchers, id)
+	}
+	clear(w.failures)
 }
 
 func (w *dialWatch) everConnected() bool {
