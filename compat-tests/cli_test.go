@@ -163,14 +163,20 @@ func TestCLIOnThreeBrokers(t *testing.T) {
 	})
 	t.Run("topic alter-config and add-partitions", func(t *testing.T) {
 		kbjson(t, seeds, nil, "", "topic", "alter-config", topic, "--set", "min.insync.replicas=2", "--delete", "retention.ms")
-		rcs, err := adm.DescribeTopicConfigs(ctx, topic)
-		must(t, err, "DescribeTopicConfigs")
-		rc, _ := rcs.On(topic, nil)
-		for _, cfg := range rc.Configs {
-			if cfg.Key == "min.insync.replicas" && cfg.MaybeValue() != "2" || cfg.Key == "retention.ms" && cfg.Source.String() != "DEFAULT_CONFIG" {
-				t.Fatalf("after alter-config: %s=%s (%v)", cfg.Key, cfg.MaybeValue(), cfg.Source)
+		// Any broker may answer DescribeConfigs: wait for the change to reach it.
+		waitFor(t, 10*time.Second, "the altered configs", func() error {
+			rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+			if err != nil {
+				return err
 			}
-		}
+			rc, _ := rcs.On(topic, nil)
+			for _, cfg := range rc.Configs {
+				if cfg.Key == "min.insync.replicas" && cfg.MaybeValue() != "2" || cfg.Key == "retention.ms" && cfg.Source.String() != "DEFAULT_CONFIG" {
+					return fmt.Errorf("%s=%s (%v)", cfg.Key, cfg.MaybeValue(), cfg.Source)
+				}
+			}
+			return nil
+		})
 		kbjson(t, seeds, nil, "", "topic", "add-partitions", topic, "--num", "1")
 		c.waitTopicEverywhere(topic, 4, 3)
 	})
@@ -270,11 +276,14 @@ func TestCLIOnThreeBrokers(t *testing.T) {
 			Configs []struct{ Name, Value, Source string }
 		}
 		kbjson(t, seeds, nil, "", "cluster", "config", "--broker", "2", "--set", "log.retention.ms=7200000")
-		kbjson(t, seeds, &cfg, "", "cluster", "config", "--broker", "2", "--changed")
-		i := slices.IndexFunc(cfg.Configs, func(e struct{ Name, Value, Source string }) bool { return e.Name == "log.retention.ms" })
-		if cfg.Broker != 2 || i < 0 || cfg.Configs[i].Value != "7200000" || cfg.Configs[i].Source != "DYNAMIC_BROKER_CONFIG" {
-			t.Fatalf("broker 2 configs %+v", cfg)
-		}
+		waitFor(t, 10*time.Second, "broker 2 to apply the change", func() error {
+			kbjson(t, seeds, &cfg, "", "cluster", "config", "--broker", "2", "--changed")
+			i := slices.IndexFunc(cfg.Configs, func(e struct{ Name, Value, Source string }) bool { return e.Name == "log.retention.ms" })
+			if cfg.Broker != 2 || i < 0 || cfg.Configs[i].Value != "7200000" || cfg.Configs[i].Source != "DYNAMIC_BROKER_CONFIG" {
+				return fmt.Errorf("broker 2 configs %+v", cfg)
+			}
+			return nil
+		})
 		kbjson(t, seeds, nil, "", "cluster", "config", "--broker", "2", "--delete", "log.retention.ms")
 	})
 	t.Run("reassign", func(t *testing.T) {
@@ -338,11 +347,16 @@ func TestCLIOnThreeBrokers(t *testing.T) {
 	})
 	t.Run("topic delete", func(t *testing.T) {
 		kbjson(t, seeds, nil, "", "topic", "delete", topic, moved)
-		md, err := adm.Metadata(ctx, topic)
-		must(t, err, "Metadata")
-		if md.Topics.Has(topic) {
-			t.Fatalf("topic %s still in metadata", topic)
-		}
+		waitFor(t, 10*time.Second, "the topic gone from metadata", func() error {
+			md, err := adm.Metadata(ctx, topic)
+			if err != nil {
+				return err
+			}
+			if md.Topics.Has(topic) {
+				return fmt.Errorf("topic %s still in metadata", topic)
+			}
+			return nil
+		})
 	})
 }
 
