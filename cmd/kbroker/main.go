@@ -26,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/cli"
 	"github.com/kbroker/kbroker/config"
 )
 
@@ -73,7 +74,7 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	err := root.ExecuteContext(ctx)
 	var cfgErr *configError
 	var runErr *runError
-	var exited interface{ ExitCode() int } // printed already (the operator's commands)
+	var exited *cli.ExitError // printed already (the operator's commands)
 	switch {
 	case err == nil:
 		return exitOK
