@@ -6,9 +6,12 @@
 //	kbroker version              print the version
 //	kbroker plan [flags]         estimate brokers, storage and partitions for a workload
 //	kbroker demo [scenario...]   acks, min.insync.replicas and unclean election on a throw-away cluster
+//	kbroker topic|group|cluster|produce|consume|reassign ...   operate a cluster (admin.go)
 //
 // Exit status: 0 after a clean shutdown, 1 if the broker failed, 2 for bad
-// flags or configuration.
+// flags or configuration. The operator's commands: 0 on success, 1 when the
+// operation failed (or cluster health found the cluster unhealthy), 2 for
+// bad input.
 package main
 
 import (
@@ -23,6 +26,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/cli"
 	"github.com/kbroker/kbroker/config"
 )
 
@@ -70,9 +74,12 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	err := root.ExecuteContext(ctx)
 	var cfgErr *configError
 	var runErr *runError
+	var exited *cli.ExitError // printed already (the operator's commands)
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &exited):
+		return exited.ExitCode()
 	case errors.As(err, &runErr):
 		return exitFailure
 	case errors.As(err, &cfgErr):
@@ -96,8 +103,10 @@ func (a *app) rootCmd() *cobra.Command {
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	// One file per subcommand: serve.go, version.go, plan.go, demo.go.
+	// One file per subcommand: serve.go, version.go, plan.go, demo.go,
+	// admin.go (the operator's commands).
 	root.AddCommand(a.serveCmd(), a.versionCmd(), a.planCmd(), a.demoCmd())
+	root.AddCommand(a.adminCmds()...)
 	return root
 }
 
