@@ -6,8 +6,10 @@
 //
 // Rules (Kafka's, see KIP-101, KIP-279, KIP-497, KIP-966):
 //
-//   - Followers pull with the Fetch API (replica id set, CurrentLeaderEpoch,
-//     LastFetchedEpoch). The leader learns a follower's LEO from its fetch offset.
+//   - Followers pull with the Fetch API, v16: topics by id, ReplicaState
+//     with the replica id and broker epoch (KIP-903), CurrentLeaderEpoch,
+//     LastFetchedEpoch. The leader learns a follower's LEO from its fetch
+//     offset, and its broker epoch from ReplicaState.
 //   - HW = min LEO over the maximal ISR (the committed ISR plus an expansion in
 //     flight). It never moves backwards, and it does not advance while the ISR
 //     is smaller than min.insync.replicas.

@@ -38,8 +38,9 @@ type simConfig struct {
 	// data is durable and some is not.
 	SegmentBytes int64
 	LagMax       time.Duration // replica.lag.time.max.ms
-	// NoMemberEpochs: fetches carry no broker epoch, so AlterPartition
-	// carries none (kbroker's wire today: Fetch v12 has no ReplicaState).
+	// NoMemberEpochs: followers fetch with broker epoch -1 (unknown, as a
+	// broker without KIP-903 would), so the leader's AlterPartition names
+	// none and the controller cannot tell incarnations apart.
 	NoMemberEpochs bool
 }
 
@@ -66,7 +67,7 @@ func (l *simLeaderClient) ListOffsets(_ context.Context, req *kmsg.ListOffsetsRe
 		l.c.note("ListOffsets b%d->b%d lost", l.from, l.to)
 		return nil, errUnreachable
 	}
-	resp := serveListOffsets(leader.part, req)
+	resp := listOffsetsOverWire(leader.part, req)
 	l.c.note("ListOffsets b%d->b%d: offset %d err %d", l.from, l.to, resp.Topics[0].Partitions[0].Offset, resp.Topics[0].Partitions[0].ErrorCode)
 	return resp, nil
 }
@@ -310,7 +311,7 @@ func (c *simCluster) deliver(m *simMsg) {
 	switch m.kind {
 	case msgFetch:
 		leader := c.broker(m.to)
-		resp := serveReplicaFetch(leader.part, m.round.req)
+		resp := fetchOverWire(leader.part, m.round.req)
 		c.send(&simMsg{kind: msgFetchResponse, from: m.to, to: m.from, fromInc: m.toInc, f: m.f, round: m.round, resp: resp})
 	case msgFetchResponse:
 		b := c.broker(m.to)

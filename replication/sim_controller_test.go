@@ -6,6 +6,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
+// simTopicID is the id of the simulated partition's topic: fetches name it
+// by id, as kbroker's do.
+var simTopicID = [16]byte{0x5e, 0xed}
+
 // simCtl is the simulator's controller for its one partition: the decisions
 // of replication/controller that drive elections and ISR changes, as that
 // package makes them (its functions are unexported, so they are restated
@@ -135,7 +139,7 @@ func (c *simCtl) change(target []int32, e simElection, acceptable func(int32) bo
 }
 
 func (c *simCtl) state() PartitionState {
-	return PartitionState{Topic: "t", Partition: 0, Replicas: slices.Clone(c.replicas), ISR: slices.Clone(c.isr),
+	return PartitionState{Topic: "t", TopicID: simTopicID, Partition: 0, Replicas: slices.Clone(c.replicas), ISR: slices.Clone(c.isr),
 		Leader: c.leader, LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch}
 }
 
