@@ -42,6 +42,9 @@
 // Tests: besides unit tests, sim_*_test.go is a deterministic simulator of
 // three replicas, a controller and the network between them, checking
 // Kafka's replication invariants over thousands of seeded schedules and the
-// KIP-101 and KIP-279 scenarios (go test -run TestSim ./replication/
-// -sim.seed=S replays one).
+// KIP-101, KIP-279, KIP-497 and KIP-903 scenarios (go test -run TestSim
+// ./replication/ -sim.seed=S replays one). Its messages pass through the
+// Kafka wire encoding at the versions kbroker sends, and its controller
+// checks AlterPartition with replication/controller's own
+// CheckAlterPartition.
 package replication

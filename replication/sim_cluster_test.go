@@ -324,7 +324,7 @@ func (c *simCluster) deliver(m *simMsg) {
 		b.fetching = false
 		b.readyAt = c.clock.Now().Add(m.f.complete(m.round, m.resp, nil))
 	case msgAlter:
-		res := c.ctl.alterPartition(m.from, m.epoch, m.change)
+		res := c.alterOverWire(m)
 		c.send(&simMsg{kind: msgAlterResponse, from: simCtlID, to: m.from, change: m.change, result: res})
 	case msgAlterResponse:
 		b := c.broker(m.to)
@@ -332,6 +332,22 @@ func (c *simCluster) deliver(m *simMsg) {
 			c.resendAlter(b, m.change)
 		}
 	}
+}
+
+// alterOverWire is an AlterPartition as the leader's manager sends it (one
+// change): built by AlterPartitionRequest, over the wire to the
+// controller, whose answer comes back over the wire and is read by
+// AlterPartitionResults.
+func (c *simCluster) alterOverWire(m *simMsg) simAlterResult {
+	changes := []AlterISR{m.change}
+	req := requestOverWire(AlterPartitionRequest(m.from, m.epoch, changes))
+	resp := responseOverWire(c.ctl.alterPartition(req))
+	results, err := AlterPartitionResults(changes, resp)
+	if err != nil {
+		return simAlterResult{err: err}
+	}
+	r := results[0]
+	return simAlterResult{isr: r.ISR, leaderEpoch: r.LeaderEpoch, partitionEpoch: r.PartitionEpoch, err: r.Err}
 }
 
 // lose drops a message: its sender sees the request time out.
