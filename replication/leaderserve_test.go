@@ -65,19 +65,27 @@ func (p *Partition) currentTopicID() [16]byte {
 // carry (a v12 fetch's ReplicaState, a v2 AlterPartition's broker epochs, a
 // v13+ fetch response's topic names) is lost on the way.
 func requestOverWire[R kmsg.Request](req R) R {
-	out := kmsg.RequestForKey(req.Key()).(R)
-	out.SetVersion(req.GetVersion())
-	if err := out.ReadFrom(req.AppendTo(nil)); err != nil {
-		panic(fmt.Sprintf("%T v%d does not survive the wire: %v", req, req.GetVersion(), err))
-	}
-	return out
+	return overWire(req, func(key int16) R { return kmsg.RequestForKey(key).(R) })
 }
 
 func responseOverWire[R kmsg.Response](resp R) R {
-	out := kmsg.ResponseForKey(resp.Key()).(R)
-	out.SetVersion(resp.GetVersion())
-	if err := out.ReadFrom(resp.AppendTo(nil)); err != nil {
-		panic(fmt.Sprintf("%T v%d does not survive the wire: %v", resp, resp.GetVersion(), err))
+	return overWire(resp, func(key int16) R { return kmsg.ResponseForKey(key).(R) })
+}
+
+// wireMessage is what kmsg requests and responses have in common.
+type wireMessage interface {
+	Key() int16
+	GetVersion() int16
+	SetVersion(int16)
+	AppendTo([]byte) []byte
+	ReadFrom([]byte) error
+}
+
+func overWire[M wireMessage](m M, fresh func(key int16) M) M {
+	out := fresh(m.Key())
+	out.SetVersion(m.GetVersion())
+	if err := out.ReadFrom(m.AppendTo(nil)); err != nil {
+		panic(fmt.Sprintf("%T v%d does not survive the wire: %v", m, m.GetVersion(), err))
 	}
 	return out
 }
