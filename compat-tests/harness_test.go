@@ -31,8 +31,27 @@ type node struct {
 	args        []string
 
 	child.Process
-	mu     sync.Mutex // guards output
-	output *bytes.Buffer
+	mu     sync.Mutex // guards output (the pointer; the buffer locks itself)
+	output *outputBuffer
+}
+
+// outputBuffer holds what a process prints: os/exec's copier writes it
+// while a test may read it (a running node's log).
+type outputBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *outputBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *outputBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // cluster is a set of kbroker processes started by a test.
@@ -158,7 +177,7 @@ func (n *node) start() {
 	n.t.Helper()
 	cmd := exec.Command(kbrokerBin, n.args...)
 	cmd.Env = child.Env(os.Environ()) // the test's own KBROKER_* settings are not broker config
-	output := &bytes.Buffer{}
+	output := &outputBuffer{}
 	cmd.Stdout = output
 	cmd.Stderr = output
 	n.mu.Lock()
