@@ -20,14 +20,11 @@ const (
 	ByDuration                 // the first offset at or after now - Duration
 )
 
+var strategyNames = [...]string{Latest: "latest", Earliest: "earliest", ByDuration: "by_duration"}
+
 func (s Strategy) String() string {
-	switch s {
-	case Latest:
-		return "latest"
-	case Earliest:
-		return "earliest"
-	case ByDuration:
-		return "by_duration"
+	if s >= 0 && int(s) < len(strategyNames) {
+		return strategyNames[s]
 	}
 	return fmt.Sprintf("Strategy(%d)", int8(s))
 }
