@@ -84,7 +84,7 @@ func TestFencing(t *testing.T) {
 	if code := e.write("g", topicA, 0, 5, 3, 0); code != 0 {
 		t.Fatal(code)
 	}
-	n := e.log.len()
+	n := e.log.Len()
 	if code := e.write("g", topicA, 0, 5, 2, 0, sb(0, 0, ac, 1)); code != kerr.FencedLeaderEpoch.Code {
 		t.Fatalf("stale leader write: %d", code)
 	}
@@ -97,7 +97,7 @@ func TestFencing(t *testing.T) {
 	if code := e.initialize("g", topicA, 0, 4, 0); code != kerr.FencedStateEpoch.Code {
 		t.Fatalf("stale initialize: %d", code)
 	}
-	if e.log.len() != n {
+	if e.log.Len() != n {
 		t.Fatal("a fenced request wrote")
 	}
 	// A new leader's read records its epoch, fencing the old leader's writes.
@@ -129,8 +129,8 @@ func TestRequestErrors(t *testing.T) {
 	if rp := e.read("g", topicB, 0, 0); rp.ErrorCode != kerr.UnknownTopicOrPartition.Code || rp.StartOffset != -1 {
 		t.Fatalf("unknown topic read: %+v", rp)
 	}
-	if code := e.delete("g", topicA, 0); code != 0 || e.log.len() != 0 {
-		t.Fatalf("delete of nothing: %d, %d records", code, e.log.len())
+	if code := e.delete("g", topicA, 0); code != 0 || e.log.Len() != 0 {
+		t.Fatalf("delete of nothing: %d, %d records", code, e.log.Len())
 	}
 	e.c.Resign(0)
 	if code := e.write("g", topicA, 0, 0, 0, 0); code != kerr.NotCoordinator.Code {
@@ -151,9 +151,7 @@ func TestAppendFailure(t *testing.T) {
 		{errDisk, kerr.CoordinatorNotAvailable.Code},
 		{kerr.MessageTooLarge, kerr.UnknownServerError.Code},
 	} {
-		e.log.mu.Lock()
-		e.log.failNext = c.err
-		e.log.mu.Unlock()
+		e.log.FailNext(c.err)
 		if code := e.write("g", topicA, 0, 0, 0, 5, sb(5, 9, ac, 1)); code != c.want {
 			t.Fatalf("%v: code %d, want %d", c.err, code, c.want)
 		}
@@ -229,13 +227,11 @@ func TestLoading(t *testing.T) {
 // Resign cancels an append in flight; its caller gets NOT_COORDINATOR.
 func TestResignCancelsAppend(t *testing.T) {
 	e := newEnv(t, nil)
-	e.log.mu.Lock()
-	e.log.block = make(chan struct{})
-	e.log.mu.Unlock()
-	e.log.entered = make(chan struct{}, 1)
+	entered, release := e.log.Block()
+	defer release()
 	got := make(chan int16, 1)
 	go func() { got <- e.write("g", topicA, 0, 0, 0, 0) }()
-	<-e.log.entered // the append is in flight
+	<-entered // the append is in flight
 	e.c.Resign(0)
 	if code := <-got; code != kerr.NotCoordinator.Code {
 		t.Fatalf("code %d", code)
@@ -251,21 +247,21 @@ func TestPrune(t *testing.T) {
 		e.write("g", topicA, 0, 0, 0, int64(i+1), sb(int64(i), int64(i), ac, 1)) // updates at 1..5
 	}
 	e.write("g", topicB, 0, 0, 0, 0, sb(0, 0, ac, 1)) // snapshot of another key at 6
-	if e.log.len() != 7 {
-		t.Fatalf("%d records", e.log.len())
+	if e.log.Len() != 7 {
+		t.Fatalf("%d records", e.log.Len())
 	}
 	// At the first round (5m) the keys have been idle for 4 minutes only:
 	// nothing is cold, and the oldest snapshot (0) holds the log.
 	e.clock.Advance(4 * time.Minute)
-	if e.log.logStart != 0 {
-		t.Fatalf("pruned to %d too early", e.log.logStart)
+	if e.log.LogStart() != 0 {
+		t.Fatalf("pruned to %d too early", e.log.LogStart())
 	}
 	want := []StateBatch{sb(5, 9, av, 1)}
 	// At 10m both keys are cold: they are snapshotted again at 7 and 8 and
 	// everything before 7 goes.
 	e.clock.Advance(5 * time.Minute)
-	if e.log.logStart != 7 || e.log.len() != 2 {
-		t.Fatalf("log start %d, %d records", e.log.logStart, e.log.len())
+	if e.log.LogStart() != 7 || e.log.Len() != 2 {
+		t.Fatalf("log start %d, %d records", e.log.LogStart(), e.log.Len())
 	}
 	e.reload()
 	if rp := e.read("g", topicA, 0, 0); rp.StartOffset != 5 || !reflect.DeepEqual(batchesOf(rp), want) {
@@ -273,8 +269,8 @@ func TestPrune(t *testing.T) {
 	}
 	// A quiet partition is not rewritten again.
 	e.clock.Advance(10 * time.Minute)
-	if e.log.len() != 2 {
-		t.Fatalf("quiet keys rewritten: %d records", e.log.len())
+	if e.log.Len() != 2 {
+		t.Fatalf("quiet keys rewritten: %d records", e.log.Len())
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,83 +11,22 @@ import (
 
 	"github.com/kbroker/kbroker/internal/coordkit"
 	"github.com/kbroker/kbroker/internal/faketime"
+	"github.com/kbroker/kbroker/internal/sharetest"
 )
 
-// memLog is an in-memory __share_group_state partition: offsets start at
-// logStart; failNext makes appends fail; DeleteRecordsBefore moves the start.
-type memLog struct {
-	mu       sync.Mutex
-	records  []LoggedRecord
-	next     int64
-	logStart int64
-	failNext error
-	appends  int
-	block    chan struct{} // when set, Append waits on it (or ctx)
-	entered  chan struct{} // when set, Append signals it on entry
-}
-
-func (l *memLog) Append(ctx context.Context, records []Record) (int64, error) {
-	l.mu.Lock()
-	block, entered := l.block, l.entered
-	l.mu.Unlock()
-	if entered != nil {
-		entered <- struct{}{}
-	}
-	if block != nil {
-		select {
-		case <-block:
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		}
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.failNext; err != nil {
-		l.failNext = nil
-		return 0, err
-	}
-	l.appends++
-	base := l.next
-	for _, r := range records {
-		l.records = append(l.records, LoggedRecord{Offset: l.next, Record: Record{Key: append([]byte(nil), r.Key...), Value: append([]byte(nil), r.Value...)}})
-		if r.Value == nil {
-			l.records[len(l.records)-1].Value = nil
-		}
-		l.next++
-	}
-	return base, nil
-}
-
-func (l *memLog) DeleteRecordsBefore(_ context.Context, off int64) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	i := 0
-	for i < len(l.records) && l.records[i].Offset < off {
-		i++
-	}
-	l.records = l.records[i:]
-	l.logStart = off
-	return nil
-}
+// memLog is an in-memory __share_group_state partition.
+type memLog struct{ sharetest.MemLog }
 
 // all returns the records from the log start, for a reload.
 func (l *memLog) all() iter.Seq2[LoggedRecord, error] {
-	l.mu.Lock()
-	recs := append([]LoggedRecord(nil), l.records...)
-	l.mu.Unlock()
+	recs := l.Records()
 	return func(yield func(LoggedRecord, error) bool) {
 		for _, r := range recs {
-			if !yield(r, nil) {
+			if !yield(LoggedRecord{Offset: r.Offset, Record: r.Record}, nil) {
 				return
 			}
 		}
 	}
-}
-
-func (l *memLog) len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.records)
 }
 
 var errDisk = errors.New("disk on fire")
