@@ -50,36 +50,45 @@ func (p *Partition) enqueueLocked(pw *pendingWrite) bool {
 	return true
 }
 
-// runWriter writes queued transitions until the queue is empty. It runs on
-// the goroutine of whichever request or timer found no write in flight.
+// runWriter writes everything queued as one batch. It runs on the
+// goroutine of whichever request or timer found no write in flight, which
+// so answers its own request with the first write; transitions queued
+// meanwhile are written by a goroutine it hands over to (it ends when the
+// queue is empty, at the latest a WriteTimeout per batch later), so no
+// request waits for the writes of others.
 func (p *Partition) runWriter() {
-	for {
-		p.mu.Lock()
-		batch := p.queue
-		p.queue = nil
-		if len(batch) == 0 {
-			p.writing = false
-			p.mu.Unlock()
-			return
-		}
-		if p.state != stateActive {
-			p.finishLocked(batch, kerr.NotLeaderForPartition.Code)
-			p.mu.Unlock()
-			signal(batch, kerr.NotLeaderForPartition.Code)
-			continue
-		}
-		req := p.writeRequestLocked(batch)
+	p.mu.Lock()
+	batch := p.queue
+	p.queue = nil
+	if len(batch) == 0 {
+		p.writing = false
 		p.mu.Unlock()
+		return
+	}
+	code := kerr.NotLeaderForPartition.Code
+	var req *kmsg.WriteShareGroupStateRequest
+	if p.state == stateActive {
+		req = p.writeRequestLocked(batch)
+	}
+	p.mu.Unlock()
 
-		code := p.write(req)
+	if req != nil {
+		code = p.write(req)
+	}
 
-		p.mu.Lock()
-		released := p.finishLocked(batch, code)
-		p.mu.Unlock()
-		signal(batch, persisterCodeOrZero(code))
-		if released {
-			p.opts.OnAvailable(p.key)
-		}
+	p.mu.Lock()
+	released := p.finishLocked(batch, code)
+	more := len(p.queue) > 0
+	if !more {
+		p.writing = false
+	}
+	p.mu.Unlock()
+	signal(batch, persisterCodeOrZero(code))
+	if released {
+		p.opts.OnAvailable(p.key)
+	}
+	if more {
+		go p.runWriter()
 	}
 }
 
