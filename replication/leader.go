@@ -30,8 +30,11 @@ func (p *Partition) AppendAsLeader(batches []record.Batch, acks int16, opts stor
 	if err != nil {
 		return info, err
 	}
-	p.maybeAdvanceSoleHW()
-	p.watchers.notify()
+	ev := LogEndMoved
+	if p.maybeAdvanceSoleHW() {
+		ev |= HighWatermarkMoved
+	}
+	p.watchers.notify(ev)
 	return info, nil
 }
 
@@ -51,18 +54,19 @@ func (p *Partition) leaderAppendEpoch(acks int16) (int32, error) {
 }
 
 // maybeAdvanceSoleHW moves the HW after an append when the leader alone is
-// the ISR (the HW follows its LEO). It looks at the ISR after the append
-// has published the new LEO, so a shrink committed meanwhile either sees
-// that LEO or is seen here.
-func (p *Partition) maybeAdvanceSoleHW() {
+// the ISR (the HW follows its LEO), and reports whether it moved. It looks
+// at the ISR after the append has published the new LEO, so a shrink
+// committed meanwhile either sees that LEO or is seen here.
+func (p *Partition) maybeAdvanceSoleHW() bool {
 	p.mu.RLock()
 	single := len(p.isr.maximal()) == 1
 	p.mu.RUnlock()
-	if single {
-		p.mu.Lock()
-		p.maybeAdvanceHWLocked()
-		p.mu.Unlock()
+	if !single {
+		return false
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maybeAdvanceHWLocked()
 }
 
 // WaitForHW blocks until the HW passes offset (acks=all: the batch is on
@@ -70,7 +74,7 @@ func (p *Partition) maybeAdvanceSoleHW() {
 // ISR has shrunk below min.insync.replicas meanwhile; NOT_LEADER_OR_FOLLOWER
 // if leadership moved; REQUEST_TIMED_OUT when ctx ends.
 func (p *Partition) WaitForHW(ctx context.Context, offset int64) error {
-	w := NewWaiter()
+	w := NewWaiterFor(HighWatermarkMoved)
 	stop := p.Watch(w)
 	defer stop()
 	for {
@@ -193,7 +197,7 @@ func (p *Partition) updateFollowerFetchState(f FollowerFetch) (int32, *ReadResul
 	moved, change := p.observeFollowerLocked(f.ReplicaID, f.ReplicaEpoch, f.FetchOffset)
 	p.mu.Unlock()
 	if moved {
-		p.watchers.notify()
+		p.watchers.notify(HighWatermarkMoved)
 	}
 	if change != nil && p.proposeISR != nil {
 		p.proposeISR(p, *change)
@@ -395,7 +399,7 @@ func (p *Partition) ISRResult(sent AlterISR, isr []int32, leaderEpoch, partition
 	p.mu.Lock()
 	applied, shrink, resend := p.isrResultLocked(sent, isr, leaderEpoch, partitionEpoch, err)
 	p.mu.Unlock()
-	p.watchers.notify()
+	p.watchers.notify(HighWatermarkMoved) // the ISR decides the HW and acks=all answers
 	if applied && p.onISRChange != nil {
 		p.onISRChange(p, shrink)
 	}

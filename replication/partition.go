@@ -184,7 +184,7 @@ func (p *Partition) SetMinISR(n int32) {
 	p.minISR = max(n, 1)
 	p.maybeAdvanceHWLocked()
 	p.mu.Unlock()
-	p.watchers.notify()
+	p.watchers.notify(HighWatermarkMoved)
 }
 
 // checkEpochLocked validates a request's current leader epoch (-1: not given).
