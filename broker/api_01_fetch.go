@@ -120,10 +120,15 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 // handler's first read, released).
 func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minBytes int, res *fetchRead) *fetchRead {
 	w := replication.NewWaiterFor(fetchWakeEvents(r))
-	for _, p := range b.fetchPartitions(r) {
-		stop := p.Watch(w)
-		defer stop()
+	parts := b.fetchPartitions(r)
+	for _, p := range parts {
+		p.WatchOn(w)
 	}
+	defer func() {
+		for _, p := range parts {
+			p.Unwatch(w)
+		}
+	}()
 	timer := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	defer timer.Stop()
 	for {

@@ -58,18 +58,19 @@ type watchers struct {
 	set map[*Waiter]struct{}
 }
 
-func (ws *watchers) add(w *Waiter) func() {
+func (ws *watchers) add(w *Waiter) {
 	ws.mu.Lock()
 	if ws.set == nil {
 		ws.set = make(map[*Waiter]struct{})
 	}
 	ws.set[w] = struct{}{}
 	ws.mu.Unlock()
-	return func() {
-		ws.mu.Lock()
-		delete(ws.set, w)
-		ws.mu.Unlock()
-	}
+}
+
+func (ws *watchers) remove(w *Waiter) {
+	ws.mu.Lock()
+	delete(ws.set, w)
+	ws.mu.Unlock()
 }
 
 // notify wakes the waiters that asked for any of ev.

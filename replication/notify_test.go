@@ -1,7 +1,12 @@
 package replication
 
 import (
+	"context"
+	"errors"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/storage"
 )
@@ -50,5 +55,32 @@ func TestWaitersWakeOnTheirEvents(t *testing.T) {
 	r.elect(1, 2)
 	if !woken(leo) || !woken(hw) || !woken(all) {
 		t.Fatal("a role change must wake every waiter")
+	}
+}
+
+// WaitForHWUntil answers as soon as the HW passes the offset, and
+// REQUEST_TIMED_OUT once expired fires, without waiting further.
+func TestWaitForHWUntil(t *testing.T) {
+	r := newFetcherRig(t)
+	r.round()
+	if _, err := r.leader.AppendAsLeader(batch(1), -1, storage.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fired := make(chan time.Time)
+	close(fired)
+	if err := r.leader.WaitForHWUntil(context.Background(), fired, 0); !errors.Is(err, kerr.RequestTimedOut) {
+		t.Fatalf("HW not passed, timer fired: %v, want REQUEST_TIMED_OUT", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.leader.WaitForHWUntil(context.Background(), nil, 0) }()
+	r.round() // the follower fetches the batch
+	r.round() // and acknowledges it
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("HW passed: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the wait was not woken by the HW move")
 	}
 }
