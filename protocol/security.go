@@ -1,0 +1,105 @@
+package protocol
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/kbroker/kbroker/security/principal"
+	"github.com/kbroker/kbroker/security/session"
+)
+
+// ListenerSecurity is how the connections of one listener are secured:
+// TLS (SSL and SASL_SSL listeners) and the authentication session every
+// connection runs (security/session: SASL, the principal of a client
+// certificate, or ANONYMOUS on PLAINTEXT). The zero value is PLAINTEXT.
+type ListenerSecurity struct {
+	// TLS is the listener's server config (tlsconf.Reloader.Config: each
+	// handshake gets the current certificate); nil for plaintext listeners.
+	// A connection that arrives already wrapped in TLS (the controller
+	// port, which the controller routes after its own handshake) keeps it.
+	TLS *tls.Config
+	// Session is the listener's authentication setup; the zero Config
+	// authenticates every connection as User:ANONYMOUS.
+	Session session.Config
+	// FailedAuthDelay is connection.failed.authentication.delay.ms: a
+	// failed authentication's answer waits this long, then the connection
+	// closes.
+	FailedAuthDelay time.Duration
+}
+
+// AuthFailure describes a failed authentication, for ServerOptions.OnAuthFailure.
+type AuthFailure struct {
+	Conn      *ConnInfo
+	Mechanism string
+	Reason    string // never a secret
+}
+
+// handshakeTimeout bounds a TLS handshake: a client that connects and says
+// nothing must not hold a goroutine for longer.
+const handshakeTimeout = 10 * time.Second
+
+// tlsConnectionState is what a TLS connection (or a wrapper of one)
+// reports.
+type tlsConnectionState interface {
+	ConnectionState() tls.ConnectionState
+}
+
+// secureConn runs the TLS handshake of a listener with TLS (or takes the
+// state of a connection that is TLS already) and starts the connection's
+// authentication session. An error means the connection is refused.
+func (s *Server) secureConn(ctx context.Context, nc net.Conn, sec ListenerSecurity) (net.Conn, *tls.ConnectionState, *session.Session, error) {
+	var state *tls.ConnectionState
+	switch tc := nc.(type) {
+	case tlsConnectionState:
+		st := tc.ConnectionState()
+		state = &st
+	default:
+		if sec.TLS != nil {
+			t := tls.Server(nc, sec.TLS)
+			hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+			err := t.HandshakeContext(hctx)
+			cancel()
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("TLS handshake: %w", err)
+			}
+			st := t.ConnectionState()
+			nc, state = t, &st
+		}
+	}
+	if sec.Session.Protocol.TLS() && state == nil {
+		return nil, nil, nil, fmt.Errorf("listener expects TLS but has no TLS config")
+	}
+	sess, err := session.New(sec.Session, state)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("principal of the client certificate: %w", err)
+	}
+	return nc, state, sess, nil
+}
+
+// isTLS reports whether nc encrypts: sendfile cannot go through it, so
+// responses are copied (see writeLoop).
+func isTLS(nc net.Conn) bool {
+	_, ok := nc.(tlsConnectionState)
+	return ok
+}
+
+// Principal is the connection's authenticated principal: User:ANONYMOUS
+// before (or without) authentication.
+func (c *ConnInfo) Principal() principal.Principal {
+	if p := c.principal.Load(); p != nil {
+		return *p
+	}
+	return principal.Anonymous()
+}
+
+// setPrincipal is called by the reader after each request that may have
+// changed the session's principal (authentication completes on the
+// reader; Later closures on the writer read it).
+func (c *ConnInfo) setPrincipal(p principal.Principal) {
+	if cur := c.principal.Load(); cur == nil || *cur != p {
+		c.principal.Store(&p)
+	}
+}
