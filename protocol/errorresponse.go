@@ -43,6 +43,18 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 		alterPartitionAssignmentsErrors(r, resp.(*kmsg.AlterPartitionAssignmentsResponse), code)
 	case *kmsg.DescribeQuorumRequest:
 		describeQuorumErrors(r, resp.(*kmsg.DescribeQuorumResponse), code)
+	case *kmsg.CreateACLsRequest:
+		for range r.Creations {
+			resp.(*kmsg.CreateACLsResponse).Results = append(resp.(*kmsg.CreateACLsResponse).Results,
+				kmsg.CreateACLsResponseResult{ErrorCode: code})
+		}
+	case *kmsg.DeleteACLsRequest:
+		for range r.Filters {
+			resp.(*kmsg.DeleteACLsResponse).Results = append(resp.(*kmsg.DeleteACLsResponse).Results,
+				kmsg.DeleteACLsResponseResult{ErrorCode: code})
+		}
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		alterScramErrors(r, resp.(*kmsg.AlterUserSCRAMCredentialsResponse), code)
 	default:
 		// Fetch, ApiVersions, AlterPartition, the broker lifecycle APIs
 		// and every other API that answers with one code.
@@ -210,4 +222,21 @@ func setTopLevelErrorCode(resp kmsg.Response, code int16) bool {
 	}
 	f.SetInt(int64(code))
 	return true
+}
+
+// alterScramErrors answers each user named, once.
+func alterScramErrors(r *kmsg.AlterUserSCRAMCredentialsRequest, out *kmsg.AlterUserSCRAMCredentialsResponse, code int16) {
+	seen := map[string]bool{}
+	add := func(user string) {
+		if !seen[user] {
+			seen[user] = true
+			out.Results = append(out.Results, kmsg.AlterUserSCRAMCredentialsResponseResult{User: user, ErrorCode: code})
+		}
+	}
+	for _, d := range r.Deletions {
+		add(d.Name)
+	}
+	for _, u := range r.Upsertions {
+		add(u.Name)
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/kbroker/kbroker/security/sasl/scram"
 )
 
 // Voter is one member of controller.quorum.voters.
@@ -61,6 +63,11 @@ type Options struct {
 	// nil accepts everything. A refusal answers INVALID_REQUEST with the
 	// error's text, as Kafka does for broker configs (KAFKA-13609).
 	ValidateBrokerConfig func(name, value string) error
+
+	// BootstrapScram are SCRAM credentials written with the cluster id when
+	// the first controller initializes the metadata log (kbroker format
+	// --add-scram): the first admin user. Ignored once the log exists.
+	BootstrapScram []scram.Bootstrap
 
 	// ExternalKafkaServer: the caller serves KafkaListener() itself. By default
 	// the Node answers Kafka connections on the controller port with Handle.
@@ -167,6 +174,15 @@ func (o *Options) voterAddr() string {
 
 func (o *Options) uncleanDefault() bool {
 	return o.UncleanLeaderElectionEnable != nil && o.UncleanLeaderElectionEnable()
+}
+
+// bootstrapRecords are the records of BootstrapScram.
+func (o *Options) bootstrapRecords() []record {
+	var ups []scram.Upsert
+	for _, b := range o.BootstrapScram {
+		ups = append(ups, scram.Upsert{User: b.User, Mechanism: b.Mechanism, Credential: b.Credential})
+	}
+	return scramRecords(ups, nil)
 }
 
 func serverID(id int32) string { return strconv.FormatInt(int64(id), 10) }
