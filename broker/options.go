@@ -75,6 +75,7 @@ func (b *Broker) controllerOptions() controller.Options {
 		LeaderImbalanceCheckInterval: b.cfg.LeaderImbalanceCheckInterval,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
 		ValidateBrokerConfig:         config.ValidateBrokerConfig,
+		Security:                     b.sec.controllerSecurity(b.cfg, b.metrics.onAuthFailure),
 		Logger:                       b.logger.With("component", "controller"),
 		Now:                          b.now,
 	}
@@ -87,6 +88,8 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 		MaxConnections:  int(min(b.cfg.MaxConnections, math.MaxInt32)),
 		Logger:          b.logger.With("component", "network"),
 		Observe:         b.metrics.observe,
+		Listeners:       b.sec.serverListeners(),
+		OnAuthFailure:   b.metrics.onAuthFailure,
 	}
 }
 

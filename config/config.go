@@ -171,6 +171,7 @@ type Config struct {
 	AuthorizerClassName              string        // authorizer.class.name; empty = no authorization
 	ConnectionsMaxReauth             time.Duration // connections.max.reauth.ms; 0 = sessions do not expire
 	ConnectionFailedAuthDelay        time.Duration // connection.failed.authentication.delay.ms
+	SSLStoreReloadInterval           time.Duration // ssl.store.reload.interval.ms (kbroker key); 0 = no file checks
 
 	// Security holds the ssl.*, sasl.* and listener.name.* properties that
 	// were set, as given (key -> value); read them with Property and

@@ -494,6 +494,9 @@ var keyTable = []Key{
 	{Name: "connection.failed.authentication.delay.ms", Type: TypeInt, Default: "100", check: atLeast(0),
 		field: func(c *Config) any { return &c.ConnectionFailedAuthDelay },
 		Doc:   "How long a failed authentication's answer is delayed before the connection closes."},
+	{Name: "ssl.store.reload.interval.ms", Type: TypeLong, Default: "10000", check: atLeast(0),
+		field: func(c *Config) any { return &c.SSLStoreReloadInterval },
+		Doc:   "How often the listeners' keystore and truststore files are checked for changes, which are served without a restart; 0 disables it (kbroker key)."},
 
 	{Name: "log.format", Type: TypeString, Default: "text", FlagAlias: "log-format", check: oneOf("text", "json"),
 		field: func(c *Config) any { return &c.LogFormat },

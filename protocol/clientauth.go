@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -38,31 +39,49 @@ func WithSecurity(sec ClientSecurity) ClientOption {
 // ErrAuthentication wraps a refused SASL authentication.
 var ErrAuthentication = errors.New("protocol: SASL authentication failed")
 
-// dialLocked opens the connection: TCP, TLS when configured, then the SASL
-// exchange, all within ctx.
+// dialLocked opens the connection: TCP, then TLS when configured.
 func (c *Client) dialLocked(ctx context.Context) (net.Conn, error) {
-	nc, err := c.dialer.DialContext(ctx, "tcp", c.addr)
+	return c.security.DialTLS(ctx, c.addr, c.dialer.Timeout)
+}
+
+// DialTLS opens a TCP connection to addr and, when sec has TLS, runs the
+// TLS handshake (the server name is addr's host), all within timeout.
+func (sec ClientSecurity) DialTLS(ctx context.Context, addr string, timeout time.Duration) (net.Conn, error) {
+	d := net.Dialer{Timeout: timeout}
+	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("dialing %s: %w", c.addr, err)
+		return nil, fmt.Errorf("dialing %s: %w", addr, err)
 	}
-	if c.security.TLS != nil {
-		host, _, _ := net.SplitHostPort(c.addr)
-		cfg, err := c.security.TLS(host)
-		if err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("TLS config for %s: %w", c.addr, err)
-		}
-		tc := tls.Client(nc, cfg)
-		hctx, cancel := context.WithTimeout(ctx, c.dialer.Timeout)
-		err = tc.HandshakeContext(hctx)
-		cancel()
-		if err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("TLS handshake with %s: %w", c.addr, err)
-		}
-		nc = tc
+	if sec.TLS == nil {
+		return nc, nil
 	}
-	return nc, nil
+	host, _, _ := net.SplitHostPort(addr)
+	cfg, err := sec.TLS(host)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("TLS config for %s: %w", addr, err)
+	}
+	tc := tls.Client(nc, cfg)
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	err = tc.HandshakeContext(hctx)
+	cancel()
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("TLS handshake with %s: %w", addr, err)
+	}
+	return tc, nil
+}
+
+// AuthenticateConn runs the client side of a SASL exchange with mech on
+// nc, a connection that carries another protocol once authenticated (the
+// controller's Raft streams). The server sends nothing after its last SASL
+// answer until the client speaks, so nothing of that protocol is read
+// here.
+func AuthenticateConn(ctx context.Context, nc net.Conn, addr string, mech sasl.Mechanism) error {
+	defer nc.SetDeadline(time.Time{}) // the round trips set deadlines
+	c := &Client{addr: addr, clientID: "kbroker", maxFrame: 1 << 20, security: ClientSecurity{SASL: mech},
+		nc: nc, rd: bufio.NewReaderSize(nc, 4096)}
+	return c.authenticateLocked(ctx)
 }
 
 // authenticateLocked runs the SASL exchange on the fresh connection with

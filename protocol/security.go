@@ -7,6 +7,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kbroker/kbroker/security/principal"
 	"github.com/kbroker/kbroker/security/session"
 )
@@ -102,4 +104,65 @@ func (c *ConnInfo) setPrincipal(p principal.Principal) {
 	if cur := c.principal.Load(); cur == nil || *cur != p {
 		c.principal.Store(&p)
 	}
+}
+
+// ServeAuthentication authenticates a connection that no Server serves
+// (the controller's Raft streams, which switch to their own protocol once
+// authenticated): on a SASL listener it answers SaslHandshake v1 and
+// SaslAuthenticate frames with a session of sec until the session is
+// authenticated; other listeners authenticate at once (the client
+// certificate, or ANONYMOUS). It returns the principal. A failure is
+// answered after the failed-authentication delay and returned; so is any
+// other request. The caller closes nc on an error.
+func ServeAuthentication(ctx context.Context, nc net.Conn, sec ListenerSecurity) (principal.Principal, error) {
+	var state *tls.ConnectionState
+	if tc, ok := nc.(tlsConnectionState); ok {
+		st := tc.ConnectionState()
+		state = &st
+	}
+	sess, err := session.New(sec.Session, state)
+	if err != nil {
+		return principal.Principal{}, err
+	}
+	deadline := time.Now().Add(handshakeTimeout)
+	nc.SetDeadline(deadline)
+	defer nc.SetDeadline(time.Time{})
+	info := &ConnInfo{Remote: nc.RemoteAddr(), Session: sess, security: &sec}
+	var sizeBuf [4]byte
+	var pool framePool
+	for sess.State() != session.StateAuthenticated {
+		frame, err := readFrame(nc, maxPreAuthBytes, &sizeBuf, &pool)
+		if err != nil {
+			return principal.Principal{}, fmt.Errorf("reading a SASL request: %w", err)
+		}
+		req, err := ParseRequest(frame)
+		if err != nil {
+			return principal.Principal{}, err
+		}
+		if (req.Key != SaslHandshakeKey || req.Version < 1) && req.Key != SaslAuthenticateKey {
+			return principal.Principal{}, fmt.Errorf("%s v%d before authentication", apiName(req.Key), req.Version)
+		}
+		req.Conn = info
+		resp := HandleSASL(req)
+		body := resp.Body
+		if resp.Later != nil {
+			body = resp.Later(ctx)
+		}
+		if body != nil {
+			if _, err := nc.Write(appendResponse(nil, req.CorrelationID, body)); err != nil {
+				return principal.Principal{}, err
+			}
+		}
+		if resp.CloseAfter || resp.Close {
+			return principal.Principal{}, fmt.Errorf("SASL authentication failed")
+		}
+	}
+	return sess.Principal(), nil
+}
+
+func apiName(key int16) string {
+	if n := kmsg.NameForKey(key); n != "" {
+		return n
+	}
+	return fmt.Sprintf("api key %d", key)
 }

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -8,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/principal"
 	"github.com/kbroker/kbroker/security/sasl/scram"
 )
 
@@ -69,6 +72,10 @@ type Options struct {
 	// --add-scram): the first admin user. Ignored once the log exists.
 	BootstrapScram []scram.Bootstrap
 
+	// Security secures the controller listener; the zero value is
+	// PLAINTEXT without authorization.
+	Security Security
+
 	// ExternalKafkaServer: the caller serves KafkaListener() itself. By default
 	// the Node answers Kafka connections on the controller port with Handle.
 	ExternalKafkaServer bool
@@ -77,6 +84,30 @@ type Options struct {
 	Now    func() time.Time // injected clock; default time.Now
 	Rand   *rand.Rand       // replica placement start index and shift; default seeded randomly
 }
+
+// Security is how the controller listener is secured, for the Kafka
+// requests it serves and the Raft streams it carries alike, and how this
+// node dials the controller listeners of the others.
+type Security struct {
+	// TLS is the listener's server config (SSL, SASL_SSL): every accepted
+	// connection is TLS before it is routed to Raft or Kafka.
+	TLS *tls.Config
+	// Listener authenticates connections: the session (SASL, the client
+	// certificate's principal) and the failed-authentication delay. Its
+	// TLS field is not used (TLS above does it).
+	Listener protocol.ListenerSecurity
+	// Client dials other nodes' controller listeners: forwarding and Raft.
+	Client protocol.ClientSecurity
+	// AuthorizeCaller decides whether an authenticated caller may send a
+	// controller API request (its key) or, with key RaftStreamKey, stream
+	// Raft (Kafka asks CLUSTER_ACTION on the cluster); nil allows everyone.
+	AuthorizeCaller func(p principal.Principal, remote net.Addr, key int16) bool
+	// OnAuthFailure, if set, is told of every failed authentication.
+	OnAuthFailure func(protocol.AuthFailure)
+}
+
+// RaftStreamKey stands for a Raft stream in Security.AuthorizeCaller.
+const RaftStreamKey int16 = -1
 
 // withDefaults validates o and fills in defaults.
 func (o Options) withDefaults() (Options, error) {
