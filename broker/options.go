@@ -62,7 +62,7 @@ func (b *Broker) controllerOptions() controller.Options {
 		NodeID:                       b.cfg.NodeID,
 		ListenAddr:                   b.metadataListenAddr(),
 		Voters:                       voters,
-		DataDir:                      filepath.Join(b.cfg.EffectiveMetadataLogDir(), "__cluster_metadata-0"),
+		DataDir:                      MetadataDir(b.cfg),
 		ClusterID:                    b.cfg.ClusterID,
 		ElectionTimeout:              b.cfg.ControllerQuorumElectionTimeout,
 		HeartbeatTimeout:             b.cfg.ControllerQuorumElectionTimeout,
@@ -79,6 +79,12 @@ func (b *Broker) controllerOptions() controller.Options {
 		Logger:                       b.logger.With("component", "controller"),
 		Now:                          b.now,
 	}
+}
+
+// MetadataDir is where this node keeps its share of the metadata log
+// (controller.Options.DataDir).
+func MetadataDir(cfg *config.Config) string {
+	return filepath.Join(cfg.EffectiveMetadataLogDir(), "__cluster_metadata-0")
 }
 
 func (b *Broker) serverOptions() protocol.ServerOptions {

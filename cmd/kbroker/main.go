@@ -6,6 +6,8 @@
 //	kbroker version              print the version
 //	kbroker plan [flags]         estimate brokers, storage and partitions for a workload
 //	kbroker demo [scenario...]   acks, min.insync.replicas and unclean election on a throw-away cluster
+//	kbroker format --add-scram   SCRAM credentials of the first admin, before the cluster first starts
+//	kbroker dev-certs --dir D    a development CA and broker/client certificates (PEM stores)
 //
 // Exit status: 0 after a clean shutdown, 1 if the broker failed, 2 for bad
 // flags or configuration.
@@ -96,8 +98,9 @@ func (a *app) rootCmd() *cobra.Command {
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	// One file per subcommand: serve.go, version.go, plan.go, demo.go.
-	root.AddCommand(a.serveCmd(), a.versionCmd(), a.planCmd(), a.demoCmd())
+	// One file per subcommand: serve.go, version.go, plan.go, demo.go,
+	// format.go, devcerts.go.
+	root.AddCommand(a.serveCmd(), a.versionCmd(), a.planCmd(), a.demoCmd(), a.formatCmd(), a.devCertsCmd())
 	return root
 }
 
