@@ -14,7 +14,7 @@ FUZZ_CONTROL  ?= 20000x
 FUZZ_DISPATCH ?= 8000x
 FUZZ_PROPS    ?= 50000x
 
-.PHONY: all build run test unit compat fuzz vet bench bench-go bench-tools bench-load bench-quick cluster cluster-stop clean chaos chaos-short
+.PHONY: all build run test unit compat fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -32,6 +32,7 @@ test: vet unit fuzz chaos-short
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags recordcount ./broker/
 
 # The second line is the produce path's parse-once check, which needs the
 # record package's parse counter (build tag recordcount).
@@ -96,6 +97,26 @@ bench-quick: bench-tools
 	$(GO) test -run '^$$' -bench . -benchtime 100x -benchmem ./protocol/ ./broker/
 	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --reps=1 --warm-memory=false \
 		--records=w1=1000000,w2=200000,w4=10000 --segments=500 --out=out/quick $(BENCH_FLAGS)
+
+# The scale workloads of issue 20, part 3 (not in make bench: they take
+# about as long again): partitions (BENCH_PARTITIONS, 1,000 and 10,000 at
+# RF=3 on 3 brokers, a fresh cluster each repetition), connections (1,000
+# idle connections, 100 producers) and consumers (10 groups against one),
+# kbroker against kfake under the same rules. Results in bench/out/scale/.
+# bench-scale-quick is a smoke run (300 partitions, small caps, one
+# repetition, no warm-up repetition).
+BENCH_PARTITIONS ?= 1000,10000
+BENCH_NOTE = (built from commit $$(git -C $(CURDIR) rev-parse --short HEAD)$$(git -C $(CURDIR) diff --quiet HEAD -- ':(exclude)bench' || echo ' plus uncommitted changes'))
+
+bench-scale: bench-tools
+	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --targets=kbroker,kfake --workloads=partitions,connections,consumers \
+		--partition-counts=$(BENCH_PARTITIONS) --reps=$(BENCH_REPS) --records=$(BENCH_RECORDS) --out=$(BENCH_OUT)/scale \
+		--note="$(BENCH_NOTE)" $(BENCH_FLAGS)
+
+bench-scale-quick: bench-tools
+	cd bench && ../bin/kbench suite --kbroker=../$(BIN) --targets=kbroker,kfake --workloads=partitions,connections,consumers \
+		--partition-counts=100,300 --idle=5s --metadata-requests=20 --reps=1 --warmup-reps=0 --warm-memory=false \
+		--records=conn-one=200000,cg-fill=200000 --out=out/scale-quick --note="$(BENCH_NOTE)" $(BENCH_FLAGS)
 
 # Three local brokers in the background: node ids 1-3, clients on
 # 127.0.0.1:9092-9094, Raft on 127.0.0.1:19092-19094, data in ./data/node-N.

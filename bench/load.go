@@ -42,8 +42,10 @@ type loadConfig struct {
 	Rate        float64       // records/s over all producers (0: as fast as possible)
 	Linger      time.Duration // franz-go's ProducerLinger (its default is 10ms)
 	Timeout     time.Duration // the run fails if not done by then (0: 5 minutes)
-	Mode        string        // produce, consume, e2e
+	Mode        string        // produce, consume, e2e, groups
 	Pids        []int         // broker processes to measure (optional)
+	IdleConns   int           // produce: connections opened (ApiVersions done) and left idle before the producers connect
+	Groups      int           // groups: consumer groups reading the whole topic at once
 
 	onTimed func() // runs as the clock starts (the profiler starts there)
 }
@@ -62,6 +64,10 @@ type loadResult struct {
 	E2EP50, E2EP99          time.Duration
 
 	Usage procUsage // zero when no pids
+
+	Idle   idleCost      // what the idle connections cost the brokers (IdleConns > 0)
+	Groups int           // groups: how many read the topic (Records and Bytes are their sum)
+	Setup  time.Duration // groups: from the clients' start to every group holding its assignment
 }
 
 func (r loadResult) RecPerSec() float64 { return float64(r.Records) / r.Elapsed.Seconds() }
@@ -104,6 +110,13 @@ func (r loadResult) String() string {
 		s += fmt.Sprintf("; broker CPU %.2fs = %.1f ms/MB, %.0f page faults/MB, peak RSS %s (anon %s)", r.Usage.CPU.Seconds(), r.CPUPerMB(),
 			r.FaultsPerMB(), fmtBytes(r.Usage.MaxHWM), fmtBytes(r.Usage.MaxAnon))
 	}
+	if r.Idle.Conns > 0 {
+		s += fmt.Sprintf("; %d idle connections: %.1f KiB anon (%.1f KiB RSS) each, %d broker sockets more", r.Idle.Conns,
+			r.Idle.AnonPerConn()/1024, r.Idle.RSSPerConn()/1024, r.Idle.Sockets)
+	}
+	if r.Groups > 0 {
+		s += fmt.Sprintf("; %d groups joined in %s", r.Groups, fmtDur(r.Setup))
+	}
 	if r.Errors > 0 {
 		s += fmt.Sprintf("; %d errors (first: %s)", r.Errors, r.FirstError)
 	}
@@ -136,18 +149,31 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadResult, error) {
 	if cfg.Mode == "e2e" && cfg.RecordBytes < 8 {
 		return loadResult{}, errors.New("e2e needs records of at least 8 bytes (the send time)")
 	}
-	if cfg.Mode != "consume" && cfg.Records <= 0 {
+	if cfg.Mode == "groups" && cfg.Groups <= 0 {
+		return loadResult{}, errors.New("a groups run needs Groups > 0")
+	}
+	if cfg.Mode != "consume" && cfg.Mode != "groups" && cfg.Records <= 0 {
 		return loadResult{}, errors.New("a produce run needs a record cap (Records > 0)")
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	if cfg.Mode != "consume" {
+	if cfg.Mode != "consume" && cfg.Mode != "groups" {
 		if err := ensureTopic(ctx, cfg); err != nil {
 			return loadResult{}, err
 		}
 	}
-	startClock := cfg.onTimed
+	var idle idleCost
+	if cfg.IdleConns > 0 {
+		conns, cost, err := openIdleConns(ctx, cfg.Brokers, cfg.IdleConns, cfg.Pids)
+		if err != nil {
+			return loadResult{}, err
+		}
+		defer closeRaw(conns)
+		idle = cost
+	}
+	startClock, stopClock := cfg.onTimed, func() {}
 	var watch *procWatch
+	var usage procUsage
 	if len(cfg.Pids) > 0 {
 		watch = watchProcs(cfg.Pids)
 		startClock = func() { // CPU counts from the clock's start, like the records
@@ -156,11 +182,12 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadResult, error) {
 				cfg.onTimed()
 			}
 		}
+		var once sync.Once
+		stopClock = func() { once.Do(func() { usage = watch.finish() }) }
 	}
-	res, err := runMode(ctx, cfg, startClock)
-	if watch != nil {
-		res.Usage = watch.finish()
-	}
+	res, err := runMode(ctx, cfg, startClock, stopClock)
+	stopClock()
+	res.Usage, res.Idle = usage, idle
 	res.Mode = cfg.Mode
 	if err == nil && ctx.Err() != nil {
 		err = fmt.Errorf("not done within %v: %w", cfg.Timeout, ctx.Err())
@@ -168,7 +195,7 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadResult, error) {
 	return res, err
 }
 
-func runMode(ctx context.Context, cfg loadConfig, startClock func()) (loadResult, error) {
+func runMode(ctx context.Context, cfg loadConfig, startClock, stopClock func()) (loadResult, error) {
 	switch cfg.Mode {
 	case "produce":
 		return produce(ctx, cfg, nil, startClock)
@@ -176,8 +203,10 @@ func runMode(ctx context.Context, cfg loadConfig, startClock func()) (loadResult
 		return consume(ctx, cfg, startClock)
 	case "e2e":
 		return endToEnd(ctx, cfg, startClock)
+	case "groups":
+		return consumeGroups(ctx, cfg, startClock, stopClock)
 	}
-	return loadResult{}, fmt.Errorf("unknown mode %q (produce, consume, e2e)", cfg.Mode)
+	return loadResult{}, fmt.Errorf("unknown mode %q (produce, consume, e2e, groups)", cfg.Mode)
 }
 
 // The client settings of every target, stated in BENCHMARKS.md ("Rules
@@ -423,25 +452,30 @@ func consume(ctx context.Context, cfg loadConfig, startClock func()) (loadResult
 	start := time.Now()
 	var res loadResult
 	for res.Records < want && ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
-		fs.EachError(func(_ string, _ int32, err error) {
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return
-			}
-			if res.Errors++; res.Errors == 1 {
-				res.FirstError = err.Error()
-			}
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			res.Records++
-			res.Bytes += int64(len(r.Value))
-		})
+		tally(cl.PollFetches(ctx), &res)
 	}
 	res.Elapsed = time.Since(start)
 	if res.Records < want {
 		return res, fmt.Errorf("consumed %d of %d records", res.Records, want)
 	}
 	return res, nil
+}
+
+// tally adds one poll's records, value bytes and errors (the context's
+// own aside) to res.
+func tally(fs kgo.Fetches, res *loadResult) {
+	fs.EachError(func(_ string, _ int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return
+		}
+		if res.Errors++; res.Errors == 1 {
+			res.FirstError = err.Error()
+		}
+	})
+	fs.EachRecord(func(r *kgo.Record) {
+		res.Records++
+		res.Bytes += int64(len(r.Value))
+	})
 }
 
 // endToEnd consumes while it produces; each record's latency is the time

@@ -83,7 +83,9 @@ func loadCmd(ctx context.Context, args []string) error {
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "a repetition not done by then fails")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "records/s over all producers (0: unlimited)")
 	fs.DurationVar(&cfg.Linger, "linger", 10*time.Millisecond, "producer linger")
-	fs.StringVar(&cfg.Mode, "mode", "produce", "produce, consume or e2e")
+	fs.StringVar(&cfg.Mode, "mode", "produce", "produce, consume, e2e or groups (--groups consumer groups read the whole topic at once)")
+	fs.IntVar(&cfg.IdleConns, "idle-conns", 0, "produce: connections opened (ApiVersions done) and left idle before the producers connect; their memory per connection is reported")
+	fs.IntVar(&cfg.Groups, "groups", 1, "groups: consumer groups reading the topic at once")
 	pids := fs.String("pids", "", "broker pids to measure CPU, page faults and memory of, comma separated")
 	reps := fs.Int("reps", 1, "repetitions")
 	keep := fs.Bool("keep-topic", false, "produce: keep the topic between and after repetitions (default: the topic, which must not exist yet, is deleted after each and created fresh for the next)")
@@ -96,7 +98,7 @@ func loadCmd(ctx context.Context, args []string) error {
 	if cfg.Pids, err = parsePids(*pids); err != nil {
 		return err
 	}
-	deleting := !*keep && cfg.Mode != "consume"
+	deleting := !*keep && cfg.Mode != "consume" && cfg.Mode != "groups"
 	if deleting {
 		// Never delete a topic this tool did not create.
 		exists, err := topicExists(ctx, cfg.Brokers, cfg.Topic)
@@ -152,7 +154,19 @@ func suiteCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Note, "note", "", "a note for the report header (e.g. the commit built)")
 	fs.BoolVar(&cfg.WarmMemory, "warm-memory", true, "touch the available memory once first, so no target pays the VM's first touch of memory")
 	targets := fs.String("targets", "kbroker,kfake,null,null-rf", "targets, in alternation order (also: kbroker-b; null-rf runs w2 only)")
-	wls := fs.String("workloads", "w1,w2,w3,w2-acks1,w4,restart", "w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart")
+	wls := fs.String("workloads", "w1,w2,w3,w2-acks1,w4,restart", "w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart; "+
+		"the scale workloads (make bench-scale): partitions, connections (conn-one, conn-idle, conn-many), consumers (cg-fill, cg-one, cg-many)")
+	cfg.Scale = defaultScale
+	sc := &cfg.Scale
+	counts := fs.String("partition-counts", "1000,10000", "partitions: the partition counts, each a step of its own")
+	fs.IntVar(&sc.PerTopic, "partitions-per-topic", sc.PerTopic, "partitions: partitions per topic (1,000 = 10 topics x 100)")
+	fs.DurationVar(&sc.Idle, "idle", sc.Idle, "partitions: the window the brokers' idle CPU is measured over, after ready")
+	fs.IntVar(&sc.MetadataRequests, "metadata-requests", sc.MetadataRequests, "partitions: full Metadata requests timed (p50, p99)")
+	fs.DurationVar(&sc.ReadyTimeout, "ready-timeout", sc.ReadyTimeout, "partitions: the deadline of the wait for ready and for the restarted broker's return")
+	fs.DurationVar(&sc.Stall, "stall", sc.Stall, "partitions: a wait whose count has not grown for this long fails (what failed and the brokers' fds are reported)")
+	fs.IntVar(&sc.IdleConns, "idle-conns", sc.IdleConns, "connections: idle connections beside conn-idle's producer")
+	fs.IntVar(&sc.Producers, "many-producers", sc.Producers, "connections: producers of conn-many")
+	fs.IntVar(&sc.Groups, "groups", sc.Groups, "consumers: consumer groups of cg-many")
 	fs.Parse(args)
 	var err error
 	if cfg.Caps, err = parseCaps(*records); err != nil {
@@ -164,9 +178,15 @@ func suiteCmd(ctx context.Context, args []string) error {
 	for _, t := range strings.Split(*targets, ",") {
 		cfg.Targets = append(cfg.Targets, targetKind(t))
 	}
-	cfg.Workloads = strings.Split(*wls, ",")
+	cfg.Workloads = expandWorkloads(strings.Split(*wls, ","))
 	if err := checkNames(cfg.Targets, cfg.Workloads); err != nil {
 		return err
+	}
+	if sc.PartitionCounts, err = parseCounts(*counts); err != nil {
+		return err
+	}
+	if sc.PerTopic < 1 || sc.MetadataRequests < 1 || sc.IdleConns < 1 || sc.Producers < 1 || sc.Groups < 1 {
+		return errors.New("--partitions-per-topic, --metadata-requests, --idle-conns, --many-producers and --groups must be at least 1")
 	}
 	if cfg.Kbroker, err = absPath(cfg.Kbroker); err != nil {
 		return err
@@ -190,9 +210,9 @@ func checkNames(targets []targetKind, wls []string) error {
 			return fmt.Errorf("--targets: unknown target %q", t)
 		}
 	}
-	ws := workloads(defaultCaps, 0)
+	ws := workloads(defaultCaps, 0, defaultScale)
 	for _, w := range wls {
-		if _, ok := ws[w]; !ok && w != "restart" {
+		if _, ok := ws[w]; !ok && w != "restart" && w != "partitions" {
 			return fmt.Errorf("--workloads: unknown workload %q", w)
 		}
 		if r := ws[w].reads; r != "" && !slices.Contains(wls, r) {

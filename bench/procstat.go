@@ -52,23 +52,8 @@ func readProcTimes(pid int) (procTimes, error) {
 
 // memStatus returns VmHWM (peak RSS) and RssAnon of pid, in bytes.
 func memStatus(pid int) (hwm, anon int64, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch k {
-		case "VmHWM":
-			hwm = parseKB(v)
-		case "RssAnon":
-			anon = parseKB(v)
-		}
-	}
-	return hwm, anon, nil
+	st, err := readStatus(pid)
+	return st["VmHWM"], st["RssAnon"], err
 }
 
 func parseKB(v string) int64 {

@@ -26,26 +26,37 @@ func msFmt(f float64) string { return fmtDur(time.Duration(f)) }
 func mib(f float64) string   { return fmt.Sprintf("%.0f", f/(1<<20)) }
 
 var (
-	mRecs    = metric{"records/s", loadResult.RecPerSec, num}
-	mCount   = metric{"records", func(r loadResult) float64 { return float64(r.Records) }, num}
-	mMB      = metric{"MB/s", loadResult.MBPerSec, num2}
-	mAck50   = metric{"ack p50", func(r loadResult) float64 { return float64(r.AckP50) }, msFmt}
-	mAck99   = metric{"ack p99", func(r loadResult) float64 { return float64(r.AckP99) }, msFmt}
-	mAck999  = metric{"ack p99.9", func(r loadResult) float64 { return float64(r.AckP999) }, msFmt}
-	mE2E50   = metric{"e2e p50", func(r loadResult) float64 { return float64(r.E2EP50) }, msFmt}
-	mE2E99   = metric{"e2e p99", func(r loadResult) float64 { return float64(r.E2EP99) }, msFmt}
-	mCPU     = metric{"broker CPU ms/MB", loadResult.CPUPerMB, num1}
-	mCPURec  = metric{"broker CPU µs/record", loadResult.CPUPerRecord, num1}
-	mFaults  = metric{"broker page faults/MB", loadResult.FaultsPerMB, num}
-	mHWM     = metric{"peak RSS MiB (VmHWM, max of brokers)", func(r loadResult) float64 { return float64(r.Usage.MaxHWM) }, mib}
-	mAnon    = metric{"peak anon RSS MiB (max of brokers)", func(r loadResult) float64 { return float64(r.Usage.MaxAnon) }, mib}
-	produceM = []metric{mCount, mRecs, mMB, mAck50, mAck99, mAck999, mCPU, mFaults, mHWM, mAnon}
-	wMetrics = map[string][]metric{
-		"w1":       produceM,
-		"w2":       produceM,
-		"w3":       {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
-		"w2-acks1": produceM,
-		"w4":       {mCount, mRecs, mE2E50, mE2E99, mAck50, mAck99, mCPU, mCPURec, mHWM, mAnon},
+	mRecs     = metric{"records/s", loadResult.RecPerSec, num}
+	mCount    = metric{"records", func(r loadResult) float64 { return float64(r.Records) }, num}
+	mMB       = metric{"MB/s", loadResult.MBPerSec, num2}
+	mAck50    = metric{"ack p50", func(r loadResult) float64 { return float64(r.AckP50) }, msFmt}
+	mAck99    = metric{"ack p99", func(r loadResult) float64 { return float64(r.AckP99) }, msFmt}
+	mAck999   = metric{"ack p99.9", func(r loadResult) float64 { return float64(r.AckP999) }, msFmt}
+	mE2E50    = metric{"e2e p50", func(r loadResult) float64 { return float64(r.E2EP50) }, msFmt}
+	mE2E99    = metric{"e2e p99", func(r loadResult) float64 { return float64(r.E2EP99) }, msFmt}
+	mCPU      = metric{"broker CPU ms/MB", loadResult.CPUPerMB, num1}
+	mCPURec   = metric{"broker CPU µs/record", loadResult.CPUPerRecord, num1}
+	mFaults   = metric{"broker page faults/MB", loadResult.FaultsPerMB, num}
+	mHWM      = metric{"peak RSS MiB (VmHWM, max of brokers)", func(r loadResult) float64 { return float64(r.Usage.MaxHWM) }, mib}
+	mAnon     = metric{"peak anon RSS MiB (max of brokers)", func(r loadResult) float64 { return float64(r.Usage.MaxAnon) }, mib}
+	mIdleAnon = metric{"memory per idle connection, KiB (a fresh broker's RssAnon growth / connections)", func(r loadResult) float64 { return r.Idle.AnonPerConn() }, kib}
+	mIdleRSS  = metric{"memory per idle connection, KiB (a fresh broker's VmRSS growth / connections)", func(r loadResult) float64 { return r.Idle.RSSPerConn() }, kib}
+	mIdleSock = metric{"broker sockets opened by the idle connections", func(r loadResult) float64 { return float64(r.Idle.Sockets) }, num}
+	mSetup    = metric{"join: every group assigned", func(r loadResult) float64 { return float64(r.Setup) }, msFmt}
+	produceM  = []metric{mCount, mRecs, mMB, mAck50, mAck99, mAck999, mCPU, mFaults, mHWM, mAnon}
+	groupsM   = []metric{mCount, mRecs, mMB, mCPU, mHWM, mAnon, mSetup}
+	wMetrics  = map[string][]metric{
+		"w1":        produceM,
+		"w2":        produceM,
+		"w3":        {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
+		"w2-acks1":  produceM,
+		"w4":        {mCount, mRecs, mE2E50, mE2E99, mAck50, mAck99, mCPU, mCPURec, mHWM, mAnon},
+		"conn-one":  produceM,
+		"conn-idle": append(slices.Clone(produceM), mIdleAnon, mIdleRSS, mIdleSock),
+		"conn-many": produceM,
+		"cg-fill":   produceM,
+		"cg-one":    groupsM,
+		"cg-many":   groupsM,
 	}
 	wDesc = map[string]string{
 		"w1":       "1 partition, 100 B records, acks=1, RF=1, 1 broker",
@@ -54,7 +65,7 @@ var (
 		"w2-acks1": "w2 with acks=1 (so not idempotent), RF=3, 3 brokers",
 		"w4":       "e2e at 5,000 records/s, 12 partitions, 1 KiB, acks=all (idempotent), RF=3, 3 brokers, linger 0",
 	}
-	reportOrder = []string{"w1", "w2", "w3", "w2-acks1", "w4"}
+	reportOrder = []string{"w1", "w2", "w3", "w2-acks1", "w4", "conn-one", "conn-idle", "conn-many", "cg-fill", "cg-one", "cg-many"}
 )
 
 // median of vs; ok false when there are none.
@@ -93,12 +104,25 @@ func (s *suite) median(w string, t targetKind, m metric) (float64, bool) {
 }
 
 func (s *suite) report() {
-	s.table()
-	s.failures()
-	s.issue20()
-	s.issue8()
-	s.perRep()
-	s.bystanders()
+	if len(s.runs) > 0 {
+		s.table()
+		s.failures()
+		s.issue20()
+		s.issue8()
+		s.scaleTable()
+		s.perRep()
+		s.bystanders()
+	}
+	s.partitionsReport()
+	s.durations()
+}
+
+// desc is workload w's description in the report.
+func (s *suite) desc(w string) string {
+	if d := s.ws[w].desc; d != "" {
+		return d
+	}
+	return wDesc[w]
 }
 
 // peers are the ratio columns of the results table: kbroker over each.
@@ -122,7 +146,7 @@ func (s *suite) table() {
 		for i, m := range wMetrics[w] {
 			label := ""
 			if i == 0 {
-				label = fmt.Sprintf("**%s** %s", w, wDesc[w])
+				label = fmt.Sprintf("**%s** %s", w, s.desc(w))
 			}
 			row := []string{label, m.name}
 			vals := map[targetKind]float64{}
@@ -235,12 +259,29 @@ var issue8Goals = []goal{
 	{"w4 e2e p99 <= kfake", side{"w4", kindKbroker}, side{"w4", kindKfake}, mE2E99, 1, false},
 }
 
+// anyGoalRan says whether a workload of gs ran at all (a scale-only run
+// has no goal table).
+func (s *suite) anyGoalRan(gs []goal) bool {
+	for _, g := range gs {
+		if s.attemptedAny(g.a.w) || s.attemptedAny(g.b.w) {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *suite) issue20() {
+	if !s.anyGoalRan(issue20Goals) {
+		return
+	}
 	fmt.Fprintf(s.out, "\n## Issue 20: kbroker against kfake (ratios of medians, this run)\n\n")
 	s.goalTable(issue20Goals)
 }
 
 func (s *suite) issue8() {
+	if !s.anyGoalRan(issue8Goals) {
+		return
+	}
 	fmt.Fprintf(s.out, "\n## Issue 8 targets\n\n")
 	s.goalTable(issue8Goals)
 	s.replicationFloor()

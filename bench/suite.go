@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -41,19 +42,26 @@ type suiteConfig struct {
 	Caps       map[string]int64 // records per repetition, by produce workload
 	Timeout    time.Duration    // of each run
 	Targets    []targetKind
-	Workloads  []string // w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart
+	Workloads  []string // w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart, partitions and scale.go's
 	Segments   int      // segments for the restart measure
 	Note       string   // printed in the report's header (the build, say)
 	WarmMemory bool     // touch the available memory once first (warm.go)
+	Scale      scaleConfig
 }
 
 // defaultCaps are the records per repetition: about 0.5 GB of values for
 // w1 and 1 GB for w2 (the independent harness's 1,000,000), ten seconds
 // at 5,000 records/s for w4.
-var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w4": 50_000}
+// The connections runs and the consumers' topic have w2's volume.
+var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w4": 50_000,
+	"conn-one": 1_000_000, "conn-idle": 1_000_000, "conn-many": 1_000_000, "cg-fill": 1_000_000}
 
-// parseCaps reads "w1=N,w2=N,..." over the defaults; w2-acks1 follows w2
-// unless given, so that the acks comparison compares equal volumes.
+// capFollows are the caps that follow another's unless given, so that the
+// runs compared with each other have equal volumes.
+var capFollows = map[string]string{"w2-acks1": "w2", "conn-idle": "conn-one", "conn-many": "conn-one"}
+
+// parseCaps reads "w1=N,w2=N,..." over the defaults; a cap of capFollows
+// follows its leader's unless given.
 func parseCaps(s string) (map[string]int64, error) {
 	caps := map[string]int64{}
 	for k, v := range defaultCaps {
@@ -67,12 +75,15 @@ func parseCaps(s string) (map[string]int64, error) {
 		k, v, ok := strings.Cut(kv, "=")
 		n, err := strconv.ParseInt(v, 10, 64)
 		if _, known := defaultCaps[k]; !ok || !known || err != nil || n <= 0 {
-			return nil, fmt.Errorf("--records: %q: want WORKLOAD=N with N > 0, WORKLOAD one of w1, w2, w2-acks1, w4", kv)
+			return nil, fmt.Errorf("--records: %q: want WORKLOAD=N with N > 0, WORKLOAD one of %s", kv,
+				strings.Join(slices.Sorted(maps.Keys(defaultCaps)), ", "))
 		}
 		caps[k], given[k] = n, true
 	}
-	if given["w2"] && !given["w2-acks1"] {
-		caps["w2-acks1"] = caps["w2"]
+	for f, leader := range capFollows {
+		if given[leader] && !given[f] {
+			caps[f] = caps[leader]
+		}
 	}
 	return caps, nil
 }
@@ -93,9 +104,10 @@ type workload struct {
 	brokers int
 	reads   string // a consumer: the produce workload whose topic it reads
 	load    loadConfig
+	desc    string // the report's description (else wDesc's)
 }
 
-func workloads(caps map[string]int64, timeout time.Duration) map[string]workload {
+func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map[string]workload {
 	w2 := loadConfig{Topic: "w2", Partitions: 12, RF: 3, RecordBytes: 1024, Acks: "all", Idempotent: true,
 		Linger: 10 * time.Millisecond, Mode: "produce"}
 	acks1 := w2
@@ -110,8 +122,9 @@ func workloads(caps map[string]int64, timeout time.Duration) map[string]workload
 		"w2-acks1": {name: "w2-acks1", brokers: 3, load: acks1},
 		"w4":       {name: "w4", brokers: 3, load: w4},
 	}
+	maps.Copy(ws, scaleWorkloads(sc))
 	for name, w := range ws {
-		w.load.Producers, w.load.Timeout = 1, timeout
+		w.load.Producers, w.load.Timeout = max(w.load.Producers, 1), timeout
 		if w.reads == "" {
 			w.load.Records = caps[name]
 			w.load.WarmRecords = warmRecords(caps[name], w.load.Rate)
@@ -125,7 +138,8 @@ func workloads(caps map[string]int64, timeout time.Duration) map[string]workload
 // repetition: w3 reads w2's topic before it is deleted, and w2-acks1 follows
 // so that kbroker's acks=all and acks=1 runs are minutes apart at most.
 // Groups of one stage share the stage's clusters.
-var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1"}, {"w4"}}
+var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1"}, {"w4"},
+	{"conn-one", "conn-idle", "conn-many"}, {"cg-fill", "cg-one", "cg-many"}}
 
 // rotation is the order of the targets in repetition rep (1-based; the
 // warm-up repetitions, rep <= 0, use the given order): rotated by one each
@@ -141,8 +155,17 @@ func rotation(targets []targetKind, rep int) []targetKind {
 }
 
 // runsWorkload says whether target t runs workload w: null-rf runs only w2,
-// where its replica writes tell it from null.
-func runsWorkload(t targetKind, w string) bool { return t != kindNullRF || w == "w2" }
+// where its replica writes tell it from null; the null broker has no
+// consumer groups and is no peer for holding partitions.
+func runsWorkload(t targetKind, w string) bool {
+	switch {
+	case t == kindNullRF:
+		return w == "w2"
+	case t == kindNull:
+		return w != "partitions" && !strings.HasPrefix(w, "cg-")
+	}
+	return true
+}
 
 // runRecord is one measured run, as written to results.json.
 type runRecord struct {
@@ -157,22 +180,28 @@ type runRecord struct {
 	// (topic creation and warm-up included).
 	Bystanders time.Duration
 	Wall       time.Duration
-	Err        string `json:",omitempty"`
+	// IdleKept is what the idle connections cost the kept cluster they
+	// ran beside (conn-idle): less than on a fresh one (Result.Idle), as
+	// a broker reuses memory that earlier runs freed.
+	IdleKept idleCost `json:",omitempty"`
+	Err      string   `json:",omitempty"`
 }
 
 type suite struct {
-	cfg   suiteConfig
-	ws    map[string]workload
-	runs  []runRecord
-	out   io.Writer                                          // the report (stdout and report.md)
-	start func(context.Context, startOpts) (*cluster, error) // startCluster; tests start in-process targets
-	logf  func(format string, args ...any)                   // progress lines
-	bins  func(t targetKind) string                          // the binary of a kbroker target
-	after func(rr runRecord, c *cluster)                     // tests: runs after each run, warm-ups too
+	cfg      suiteConfig
+	ws       map[string]workload
+	runs     []runRecord
+	partRuns []partitionRun                                     // the partitions workload's measured repetitions
+	walls    []stepWall                                         // how long each group of workloads took
+	out      io.Writer                                          // the report (stdout and report.md)
+	start    func(context.Context, startOpts) (*cluster, error) // startCluster; tests start in-process targets
+	logf     func(format string, args ...any)                   // progress lines
+	bins     func(t targetKind) string                          // the binary of a kbroker target
+	after    func(rr runRecord, c *cluster)                     // tests: runs after each run, warm-ups too
 }
 
 func newSuite(cfg suiteConfig, out io.Writer) *suite {
-	s := &suite{cfg: cfg, ws: workloads(cfg.Caps, cfg.Timeout), out: out, start: startCluster, logf: log.Printf}
+	s := &suite{cfg: cfg, ws: workloads(cfg.Caps, cfg.Timeout, cfg.Scale), out: out, start: startCluster, logf: log.Printf}
 	s.bins = func(t targetKind) string {
 		if t == kindKbrokerB {
 			return cfg.KbrokerB
@@ -258,15 +287,35 @@ func (s *suite) stageGroups() [][][]string {
 	return stages
 }
 
-// measure runs every stage: the stage's clusters are started, its groups
-// run, and the clusters are stopped.
+// measure runs every stage (the stage's clusters are started, its groups
+// run, and the clusters are stopped), then the partitions workload.
 func (s *suite) measure(ctx context.Context) error {
 	for _, stage := range s.stageGroups() {
 		if err := s.runStage(ctx, stage); err != nil {
 			return err
 		}
 	}
+	if s.enabled("partitions") {
+		start := time.Now()
+		err := s.partitions(ctx)
+		s.walls = append(s.walls, stepWall{"partitions " + joinInts(s.cfg.Scale.PartitionCounts), time.Since(start)})
+		return err
+	}
 	return nil
+}
+
+// stepWall is how long a group of workloads took, warm-ups included.
+type stepWall struct {
+	What string
+	Wall time.Duration
+}
+
+func joinInts(ns []int) string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, strconv.Itoa(n))
+	}
+	return strings.Join(out, ", ")
 }
 
 // stage is the clusters of one stage, one per target, and why a target
@@ -299,6 +348,7 @@ func (s *suite) runStage(ctx context.Context, gs [][]string) error {
 		st.clusters[t] = c
 	}
 	for _, g := range gs {
+		start := time.Now()
 		for rep := 1 - s.cfg.WarmupReps; rep <= s.cfg.Reps; rep++ {
 			for pos, t := range rotation(s.cfg.Targets, rep) {
 				if ctx.Err() != nil {
@@ -307,6 +357,7 @@ func (s *suite) runStage(ctx context.Context, gs [][]string) error {
 				s.runGroup(ctx, st, g, t, rep, pos+1)
 			}
 		}
+		s.walls = append(s.walls, stepWall{strings.Join(g, ", "), time.Since(start)})
 	}
 	return nil
 }
@@ -327,7 +378,7 @@ func (s *suite) runGroup(ctx context.Context, st *stage, g []string, t targetKin
 		if rr.Err == "" {
 			rr = s.runOne(ctx, st, name, rr)
 		}
-		readNext := i+1 < len(steps) && s.ws[steps[i+1]].reads == name
+		readNext := i+1 < len(steps) && s.ws[steps[i+1]].reads == s.producerOf(name)
 		if c := st.clusters[t]; c != nil && st.failed[t] == "" && !readNext {
 			if err := deleteTopic(ctx, c.addrs, w.load.Topic, c.dataLeft); err != nil {
 				// The rule is broken for every later run of t: say so there.
@@ -344,6 +395,14 @@ func (s *suite) runGroup(ctx context.Context, st *stage, g []string, t targetKin
 	}
 }
 
+// producerOf is the produce workload whose topic w writes or reads.
+func (s *suite) producerOf(w string) string {
+	if r := s.ws[w].reads; r != "" {
+		return r
+	}
+	return w
+}
+
 // runOne runs workload name on the target's cluster, measuring its
 // brokers and, as bystanders, the other clusters of the stage.
 func (s *suite) runOne(ctx context.Context, st *stage, name string, rr runRecord) runRecord {
@@ -356,12 +415,23 @@ func (s *suite) runOne(ctx context.Context, st *stage, name string, rr runRecord
 			others = append(others, o.pids()...)
 		}
 	}
+	var fresh idleCost
+	if lc.IdleConns > 0 {
+		var err error
+		if fresh, err = s.freshIdleCost(ctx, rr.Target, s.ws[name].brokers, lc.IdleConns); err != nil {
+			rr.Err = "idle connections on a fresh cluster: " + err.Error()
+			return rr
+		}
+	}
 	bystanders := watchProcs(others)
 	rr.LoadAvg = loadAvg()
 	start := time.Now()
 	res, err := runLoad(ctx, lc)
 	rr.Bystanders, rr.Wall = bystanders.finish().CPU, time.Since(start)
 	rr.Result = res
+	if lc.IdleConns > 0 {
+		rr.IdleKept, rr.Result.Idle = res.Idle, fresh
+	}
 	if err != nil {
 		rr.Err = err.Error()
 	}
@@ -391,12 +461,24 @@ func (s *suite) record(rr runRecord, c *cluster) {
 	s.logf("%s %-7s %s (load %s): %s", rr.Workload, rr.Target, what, rr.LoadAvg, rr.Result)
 }
 
+// writeJSON writes the runs to results.json and the partitions workload's
+// repetitions to partitions.json.
 func (s *suite) writeJSON() error {
-	b, err := json.MarshalIndent(s.runs, "", "  ")
+	if err := writeJSONFile(filepath.Join(s.cfg.Out, "results.json"), s.runs); err != nil {
+		return err
+	}
+	if len(s.partRuns) == 0 {
+		return nil
+	}
+	return writeJSONFile(filepath.Join(s.cfg.Out, "partitions.json"), s.partRuns)
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(s.cfg.Out, "results.json"), b, 0o644)
+	return os.WriteFile(path, b, 0o644)
 }
 
 func (s *suite) header() {
@@ -405,13 +487,20 @@ func (s *suite) header() {
 	fmt.Fprintf(s.out, "- targets %v, %d measured repetitions each after %d warm-up repetition(s), alternated, the order rotated by one each repetition\n",
 		s.cfg.Targets, s.cfg.Reps, s.cfg.WarmupReps)
 	var caps []string
-	for _, w := range []string{"w1", "w2", "w2-acks1", "w4"} {
-		if s.enabled(w) {
+	for _, w := range reportOrder {
+		if _, capped := s.cfg.Caps[w]; capped && s.enabled(w) {
 			caps = append(caps, fmt.Sprintf("%s %d (warm-up %d)", w, s.cfg.Caps[w], s.ws[w].load.WarmRecords))
 		}
 	}
-	fmt.Fprintf(s.out, "- records per repetition: %s; w3 reads all of w2's topic; each topic deleted after its repetition and created fresh for the next\n",
-		strings.Join(caps, ", "))
+	if len(caps) > 0 {
+		fmt.Fprintf(s.out, "- records per repetition: %s; w3 reads all of w2's topic, cg-one and cg-many all of cg-fill's; each topic deleted after its repetition and created fresh for the next\n",
+			strings.Join(caps, ", "))
+	}
+	if s.enabled("partitions") {
+		sc := s.cfg.Scale
+		fmt.Fprintf(s.out, "- partitions: %s partitions in topics of %d, RF %d, %d brokers, a fresh cluster each repetition; idle window %v, %d full Metadata requests, waits end at %v or after %v without progress\n",
+			joinInts(sc.PartitionCounts), sc.PerTopic, partitionsRF, partitionsBrokers, sc.Idle, sc.MetadataRequests, sc.ReadyTimeout, sc.Stall)
+	}
 	fmt.Fprintf(s.out, "- client: franz-go, one producer; linger 10ms (w4: 0), batches up to %d B, %d records buffered, %d produce requests in flight per broker, no compression\n",
 		clientBatchMaxBytes, clientMaxBuffered, clientMaxInflight)
 	fmt.Fprintf(s.out, "- kbroker binary: %s %s\n", s.cfg.Kbroker, s.cfg.Note)

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/record"
 )
@@ -41,7 +42,7 @@ func TestProduceParsesBatchOnce(t *testing.T) {
 			createTopic(t, br, "once")
 			batch := c.batch(t)
 			before := record.ParseCount(batch)
-			req := produceRequest("once", c.acks, batch)
+			req := testsupport.ProduceRequest("once", 0, c.acks, 30000, batch)
 			resp := br.handleProduce(context.Background(), &protocol.Request{Body: req})
 			body := resp.Body
 			if resp.Later != nil {

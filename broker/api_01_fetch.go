@@ -5,7 +5,7 @@ package broker
 // Consumers read up to the high watermark (and the last stable offset, equal
 // to it while transactions are not served); followers (replica id >= 0, v15+
 // in ReplicaState) read up to the log end offset, and their fetch offset is
-// their LEO as the leader sees it (replication.Partition.ReadForFollower).
+// their LEO as the leader sees it (replication.Partition.UpdateFollowerAndRead).
 // A fetch offset inside a batch returns the whole batch; above the HW a
 // consumer gets no records and no error; below the log start or above the log
 // end it gets OFFSET_OUT_OF_RANGE. The first partition with data returns at
@@ -210,7 +210,7 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 	var res replication.ReadResult
 	var err error
 	if replicaID >= 0 {
-		res, err = part.ReadForFollower(replication.FollowerFetch{
+		res, err = part.UpdateFollowerAndRead(replication.FollowerFetch{
 			ReplicaID: replicaID, FetchOffset: rp.FetchOffset, LastFetchedEpoch: lastFetchedEpoch(r.Version, rp),
 			CurrentLeaderEpoch: rp.CurrentLeaderEpoch, MaxBytes: limit, MinOneBatch: minOne,
 		})

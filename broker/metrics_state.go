@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/storage"
 )
 
 func apiName(key int16) string {
@@ -104,6 +105,7 @@ type stateCollector struct {
 	followerLag, logSize, logSegments                          *prometheus.Desc
 	activeController, raftTerm, raftCommit, raftApplied        *prometheus.Desc
 	connections, groups                                        *prometheus.Desc
+	offlineLogs, offlineLogDirs, mappedSegments, capacity      *prometheus.Desc
 }
 
 func newStateCollector(b *Broker) *stateCollector {
@@ -126,13 +128,19 @@ func newStateCollector(b *Broker) *stateCollector {
 		raftApplied:      d("kbroker_raft_applied_index", "Raft index applied to this node's metadata image."),
 		connections:      d("kbroker_connections", "Open client connections."),
 		groups:           d("kbroker_groups", "Groups this broker coordinates, by state.", "state"),
+		offlineLogs: d("kbroker_storage_offline_partitions",
+			"Partition replicas here whose log cannot be opened, by reason (too_many_open_files, too_many_mappings, disk_full, log_dir_failure, storage_error).", "reason"),
+		offlineLogDirs: d("kbroker_storage_offline_log_dirs", "Log dirs taken offline by an I/O error."),
+		mappedSegments: d("kbroker_storage_mapped_segments", "Inactive segments mapped for reading (three memory mappings each)."),
+		capacity: d("kbroker_storage_partition_capacity",
+			"Partitions the open-file limit and vm.max_map_count hold (-1: unknown)."),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.leaders, c.partitions,
 		c.followerLag, c.logSize, c.logSegments, c.activeController, c.raftTerm, c.raftCommit, c.raftApplied,
-		c.connections, c.groups} {
+		c.connections, c.groups, c.offlineLogs, c.offlineLogDirs, c.mappedSegments, c.capacity} {
 		ch <- d
 	}
 }
@@ -173,6 +181,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.leaders, leaders)
 		gauge(c.partitions, total)
 	}
+	if b.logs != nil {
+		c.collectStorage(gauge)
+	}
 	var offline float64
 	for _, t := range b.view().img.Topics {
 		for _, p := range t.Partitions {
@@ -207,4 +218,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(c.groups, n, state)
 		}
 	}
+}
+
+// collectStorage reports the log manager's health: partitions whose log
+// cannot be opened (every reason, zeros included, for alerts), offline log
+// dirs, mapped segments and how many partitions the limits hold.
+func (c *stateCollector) collectStorage(gauge func(*prometheus.Desc, float64, ...string)) {
+	st := c.b.logs.Stats()
+	for _, reason := range storage.OfflineReasons() {
+		gauge(c.offlineLogs, float64(st.OfflineLogs[reason]), reason)
+	}
+	gauge(c.offlineLogDirs, float64(st.OfflineLogDirs))
+	gauge(c.mappedSegments, float64(st.MappedSegments))
+	gauge(c.capacity, float64(st.PartitionsThatFit))
 }

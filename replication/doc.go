@@ -14,15 +14,32 @@
 //   - A follower that has not caught up within replica.lag.time.max.ms leaves
 //     the ISR; one whose LEO reaches the HW (and the current epoch's start
 //     offset) joins again. Changes go to the controller through AlterPartition
-//     with the partition epoch; a shrink applies once committed, an expansion at
-//     once for HW purposes.
+//     with the partition epoch (and each member's broker epoch, KIP-903); a
+//     shrink applies once committed, an expansion at once for HW purposes. A
+//     change whose answer is lost stays pending and is sent again.
 //   - After a leader change a follower truncates where its log diverges from the
 //     leader's (DivergingEpoch), never blindly to its HW.
 //
-// Decisions (HW, ISR shrink/expand, truncation point) are pure functions over
-// a snapshot (hwm.go, isr.go, truncation.go); Partition gathers inputs under its
-// lock and applies outputs.
+// Decisions (HW, ISR shrink/expand) are pure functions over a snapshot
+// (hwm.go, isr.go); the truncation point (Partition.TruncationPoint in
+// follower.go) compares the leader's answer with this replica's epoch
+// history. Partition gathers inputs under its lock and applies outputs.
 //
-// Lock order: Partition.mu before storage's log locks. Never hold Partition.mu
-// across network I/O or while calling AlterPartition.
+// Files: partition.go (the replica's state and its lock rules), state.go and
+// roles.go (roles and their transitions), leader.go and follower.go (each
+// role's operations), offsets.go (ListOffsets, DeleteRecords), log.go (the
+// ReplicaLog interface a Partition reads and writes, implemented by
+// storage.Log), fetcher.go and leaderclient.go (replica fetchers and their
+// connection to the leader), manager.go (this broker's partitions, fetchers
+// and AlterPartition sender).
+//
+// Lock order: Manager.mu, a fetcher's mu, Partition.roleMu, Partition.mu,
+// then storage's log locks. Partition.mu is never held across network I/O,
+// an fsync, or a call into the manager (partition.go has the details).
+//
+// Tests: besides unit tests, sim_*_test.go is a deterministic simulator of
+// three replicas, a controller and the network between them, checking
+// Kafka's replication invariants over thousands of seeded schedules and the
+// KIP-101 and KIP-279 scenarios (go test -run TestSim ./replication/
+// -sim.seed=S replays one).
 package replication

@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/record"
 )
 
@@ -26,6 +25,9 @@ type FetcherOptions struct {
 	LeaderAddr func(brokerID int32) (string, bool)
 	// BrokerEpoch is this broker's registration epoch (Fetch v15+ ReplicaState).
 	BrokerEpoch func() int64
+	// Client, if set, returns the connection to a leader (tests); by
+	// default a protocol client to LeaderAddr(leader).
+	Client func(leader int32) LeaderClient
 }
 
 func (o FetcherOptions) withDefaults() FetcherOptions {
@@ -49,21 +51,33 @@ func (o FetcherOptions) withDefaults() FetcherOptions {
 
 // fetcher pulls every partition this broker follows from one leader broker,
 // batching them into one Fetch request (Kafka's ReplicaFetcherThread).
+//
+// One round is nextRound (build the request from the partitions' fetch
+// states), a Fetch through the LeaderClient, then complete (append, truncate
+// or back off per partition). run loops over rounds on the fetcher's own
+// goroutine; a test drives the same steps one by one. Time comes from now
+// and after, never from the wall clock. A fetcher left without partitions
+// asks its retire callback to take it out of the manager, then stops.
 type fetcher struct {
-	m      *Manager
-	leader int32
-	opts   FetcherOptions
-	logger *slog.Logger
+	leader  int32
+	localID int32
+	opts    FetcherOptions
+	client  LeaderClient // used by the loop only
+	now     func() time.Time
+	after   func(time.Duration) <-chan time.Time
+	logger  *slog.Logger
+	// retire is asked, when the fetcher holds no partition, whether it may
+	// stop: true once the manager dropped it (no partition was added
+	// meanwhile).
+	retire func(*fetcher) bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	done   chan struct{}
-	wake   chan struct{} // partitions added
+	done   chan struct{} // closed when run returns
+	wake   chan struct{} // partitions added or removed
 
 	mu         sync.Mutex // guards partitions
 	partitions map[*Partition]*fetchPartition
-
-	client *protocol.Client // owned by the loop goroutine
 }
 
 // fetchPartition is a partition's fetch status in one fetcher.
@@ -73,74 +87,84 @@ type fetchPartition struct {
 	delayUntil time.Time
 }
 
-// fetcherFor returns the fetcher for leader, starting it if needed.
-func (m *Manager) fetcherFor(leader int32) *fetcher {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if f, ok := m.fetchers[leader]; ok {
-		return f
-	}
-	ctx, cancel := context.WithCancel(m.ctx)
-	f := &fetcher{
-		m: m, leader: leader, opts: m.opts.Fetcher.withDefaults(),
-		logger: m.logger.With("fetcher_leader", leader),
-		ctx:    ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
+// fetcherConfig is what a fetcher is built from.
+type fetcherConfig struct {
+	parent  context.Context
+	leader  int32
+	localID int32
+	opts    FetcherOptions
+	client  LeaderClient
+	now     func() time.Time
+	after   func(time.Duration) <-chan time.Time
+	logger  *slog.Logger
+	retire  func(*fetcher) bool
+}
+
+func newFetcher(c fetcherConfig) *fetcher {
+	ctx, cancel := context.WithCancel(c.parent)
+	return &fetcher{
+		leader: c.leader, localID: c.localID, opts: c.opts.withDefaults(), client: c.client,
+		now: c.now, after: c.after, logger: c.logger.With("fetcher_leader", c.leader), retire: c.retire,
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
 		partitions: make(map[*Partition]*fetchPartition),
 	}
-	m.fetchers[leader] = f
-	go func() {
-		defer close(f.done)
-		f.run()
-	}()
-	return f
 }
 
 func (f *fetcher) add(p *Partition) {
 	f.mu.Lock()
 	f.partitions[p] = &fetchPartition{}
 	f.mu.Unlock()
+	f.poke()
+}
+
+// remove drops p; a fetcher left empty is woken to retire.
+func (f *fetcher) remove(p *Partition) {
+	f.mu.Lock()
+	delete(f.partitions, p)
+	empty := len(f.partitions) == 0
+	f.mu.Unlock()
+	if empty {
+		f.poke()
+	}
+}
+
+func (f *fetcher) poke() {
 	select {
 	case f.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (f *fetcher) remove(p *Partition) {
+// idle reports whether the fetcher holds no partition.
+func (f *fetcher) idle() bool {
 	f.mu.Lock()
-	delete(f.partitions, p)
-	f.mu.Unlock()
+	defer f.mu.Unlock()
+	return len(f.partitions) == 0
 }
 
+// stop ends the loop and waits for it.
 func (f *fetcher) stop() {
 	f.cancel()
 	<-f.done
 }
 
+// run is the fetcher's goroutine: rounds until the context ends or the
+// fetcher retires, idle.
 func (f *fetcher) run() {
-	defer func() {
-		if f.client != nil {
-			f.client.Close()
-		}
-	}()
+	defer close(f.done)
+	defer f.client.Close()
 	for f.ctx.Err() == nil {
-		req, parts := f.buildRequest()
-		if len(parts) == 0 {
-			select {
-			case <-f.wake:
-			case <-time.After(f.nextDelay()):
-			case <-f.ctx.Done():
+		r, ok := f.nextRound()
+		if !ok {
+			if f.idle() && f.retire(f) {
+				f.logger.Info("replica fetcher has no partitions left; stopping")
+				return
 			}
+			f.waitOrWake(f.nextDelay())
 			continue
 		}
-		resp, err := f.send(req)
-		if err != nil {
-			if f.ctx.Err() == nil {
-				f.logger.Debug("replica fetch failed", "err", err)
-				f.sleep(f.opts.Backoff)
-			}
-			continue
-		}
-		f.handleResponse(resp, parts)
+		resp, err := f.client.Fetch(f.ctx, r.req)
+		f.wait(f.complete(r, resp, err))
 	}
 }
 
@@ -149,7 +173,7 @@ func (f *fetcher) nextDelay() time.Duration {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	d := f.opts.Backoff
-	now := time.Now()
+	now := f.now()
 	for _, fp := range f.partitions {
 		if wait := fp.delayUntil.Sub(now); wait > 0 && wait < d {
 			d = wait
@@ -158,9 +182,20 @@ func (f *fetcher) nextDelay() time.Duration {
 	return d
 }
 
-func (f *fetcher) sleep(d time.Duration) {
+func (f *fetcher) wait(d time.Duration) {
+	if d <= 0 {
+		return
+	}
 	select {
-	case <-time.After(d):
+	case <-f.after(d):
+	case <-f.ctx.Done():
+	}
+}
+
+func (f *fetcher) waitOrWake(d time.Duration) {
+	select {
+	case <-f.wake:
+	case <-f.after(d):
 	case <-f.ctx.Done():
 	}
 }
@@ -171,17 +206,33 @@ type sent struct {
 	state FollowerFetchState
 }
 
-func (f *fetcher) buildRequest() (*kmsg.FetchRequest, map[string]map[int32]sent) {
+// fetchRound is one Fetch of a fetcher: the request and what it asked of
+// each partition.
+type fetchRound struct {
+	req   *kmsg.FetchRequest
+	parts map[string]map[int32]sent
+}
+
+// nextRound builds the next Fetch from the partitions' fetch states; ok is
+// false when no partition can be fetched now (all back off, or none is
+// left). Partitions no longer following this leader are dropped.
+func (f *fetcher) nextRound() (fetchRound, bool) {
 	req := kmsg.NewPtrFetchRequest()
 	req.SetVersion(12) // names, LastFetchedEpoch and DivergingEpoch
-	req.ReplicaID = f.m.opts.LocalID
+	req.ReplicaID = f.localID
+	// From v15 the replica names itself here, with its broker epoch for
+	// KIP-903 (below v15 the field is not sent).
+	req.ReplicaState.ID, req.ReplicaState.Epoch = f.localID, -1
+	if f.opts.BrokerEpoch != nil {
+		req.ReplicaState.Epoch = f.opts.BrokerEpoch()
+	}
 	req.MaxWaitMillis = int32(f.opts.MaxWait / time.Millisecond)
 	req.MinBytes = f.opts.MinBytes
 	req.MaxBytes = f.opts.MaxBytes
 	req.SessionID = 0
 	req.SessionEpoch = -1 // full fetches, no session
 	parts := make(map[string]map[int32]sent)
-	now := time.Now()
+	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	topicIdx := make(map[string]int)
@@ -213,37 +264,25 @@ func (f *fetcher) buildRequest() (*kmsg.FetchRequest, map[string]map[int32]sent)
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		parts[p.Topic][p.Index] = sent{p: p, state: st}
 	}
-	if len(req.Topics) == 0 {
-		return req, nil
-	}
-	return req, parts
+	return fetchRound{req: req, parts: parts}, len(req.Topics) > 0
 }
 
-func (f *fetcher) send(req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
-	addr, ok := f.opts.LeaderAddr(f.leader)
-	if !ok {
-		return nil, fmt.Errorf("no address for broker %d", f.leader)
-	}
-	if f.client == nil || f.client.Addr() != addr {
-		if f.client != nil {
-			f.client.Close()
-		}
-		f.client = protocol.NewClient(addr, fmt.Sprintf("kbroker-replica-fetcher-%d", f.m.opts.LocalID))
-	}
-	ctx, cancel := context.WithTimeout(f.ctx, f.opts.MaxWait+30*time.Second)
-	defer cancel()
-	resp, err := f.client.Request(ctx, req)
+// complete handles the answer to a round (or the error of sending it) and
+// returns how long the fetcher waits before the next round.
+func (f *fetcher) complete(r fetchRound, resp *kmsg.FetchResponse, err error) time.Duration {
 	if err != nil {
-		return nil, err
+		if f.ctx.Err() == nil {
+			f.logger.Debug("replica fetch failed", "err", err)
+		}
+		return f.opts.Backoff
 	}
-	return resp.(*kmsg.FetchResponse), nil
+	return f.handleResponse(resp, r.parts)
 }
 
-func (f *fetcher) handleResponse(resp *kmsg.FetchResponse, parts map[string]map[int32]sent) {
+func (f *fetcher) handleResponse(resp *kmsg.FetchResponse, parts map[string]map[int32]sent) time.Duration {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		f.logger.Warn("replica fetch refused", "err", err)
-		f.sleep(f.opts.Backoff)
-		return
+		return f.opts.Backoff
 	}
 	// The response's record batches alias the client's buffer, which the
 	// next request overwrites: partitions out of range (which need a
@@ -270,6 +309,7 @@ func (f *fetcher) handleResponse(resp *kmsg.FetchResponse, parts map[string]map[
 			f.backoff(s.p, err)
 		}
 	}
+	return 0
 }
 
 func (f *fetcher) handlePartition(s sent, rp *kmsg.FetchResponseTopicPartition) error {
@@ -310,20 +350,17 @@ func (f *fetcher) leaderOffsets(p *Partition, epoch int32) (earliest, latest int
 	ask := func(ts int64) (int64, error) {
 		req := kmsg.NewPtrListOffsetsRequest()
 		req.SetVersion(4)
-		req.ReplicaID = f.m.opts.LocalID
+		req.ReplicaID = f.localID
 		t := kmsg.NewListOffsetsRequestTopic()
 		t.Topic = p.Topic
 		lp := kmsg.NewListOffsetsRequestTopicPartition()
 		lp.Partition, lp.Timestamp, lp.CurrentLeaderEpoch = p.Index, ts, epoch
 		t.Partitions = append(t.Partitions, lp)
 		req.Topics = append(req.Topics, t)
-		ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
-		defer cancel()
-		resp, err := f.client.Request(ctx, req)
+		r, err := f.client.ListOffsets(f.ctx, req)
 		if err != nil {
 			return 0, err
 		}
-		r := resp.(*kmsg.ListOffsetsResponse)
 		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
 			return 0, fmt.Errorf("ListOffsets: malformed answer")
 		}
@@ -351,7 +388,7 @@ func (f *fetcher) backoff(p *Partition, err error) {
 	f.logger.Debug("replica fetch partition error; backing off", "partition", p.String(), "err", err, "backoff", d)
 	f.mu.Lock()
 	if fp, ok := f.partitions[p]; ok {
-		fp.delayUntil = time.Now().Add(d)
+		fp.delayUntil = f.now().Add(d)
 	}
 	f.mu.Unlock()
 }

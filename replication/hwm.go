@@ -1,11 +1,5 @@
 package replication
 
-// ReplicaPosition is what the leader knows of one replica's log.
-type ReplicaPosition struct {
-	ID  int32
-	LEO int64
-}
-
 // HighWatermark returns the leader's high watermark given the current one,
 // the log end offsets of the members of the maximal ISR (the leader included)
 // and min.insync.replicas. The result is the minimum LEO over the maximal ISR,

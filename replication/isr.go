@@ -14,6 +14,11 @@ type FollowerProgress struct {
 	// LastCaughtUp is the last time the follower was known to have every
 	// record the leader had at some earlier fetch; -lag is measured from it.
 	LastCaughtUp time.Time
+	// BrokerEpoch is the follower's broker epoch as its last fetch gave it
+	// (Fetch v15+ ReplicaState), -1 when not given. It goes with the
+	// follower into AlterPartition (KIP-903), so that the controller refuses
+	// an expansion the follower's next incarnation did not earn.
+	BrokerEpoch int64
 	// lastFetchTime and lastFetchLeaderLEO remember the previous fetch: a
 	// follower that reaches the leader's LEO as of its previous fetch was
 	// caught up at that fetch's time.

@@ -13,33 +13,55 @@ import (
 )
 
 // AppendAsLeader appends a produce request's batches, parsed and validated
-// by the broker (record.ParseProduce): they reach the log as they are. With
-// acks=-1 it refuses with NOT_ENOUGH_REPLICAS, before appending, when the ISR
-// is smaller than min.insync.replicas (Kafka checks the committed ISR).
+// by the broker (record.ParseProduce): they reach the log as they are. With acks=-1 it refuses
+// with NOT_ENOUGH_REPLICAS, before appending, when the ISR is smaller than
+// min.insync.replicas (Kafka checks the committed ISR). The append runs with
+// roleMu held for reading and mu released: the log may flush (flush.messages)
+// or write its epoch checkpoint.
 func (p *Partition) AppendAsLeader(batches []record.Batch, acks int16, opts storage.AppendOptions) (storage.AppendInfo, error) {
-	p.mu.RLock()
-	if p.role != RoleLeader {
-		p.mu.RUnlock()
-		return storage.AppendInfo{}, kerr.NotLeaderForPartition
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
+	epoch, err := p.leaderAppendEpoch(acks)
+	if err != nil {
+		return storage.AppendInfo{}, err
 	}
-	if acks == -1 && int32(len(p.isr.committed)) < p.minISR {
-		p.mu.RUnlock()
-		return storage.AppendInfo{}, kerr.NotEnoughReplicas
-	}
-	info, err := p.log.AppendAsLeader(batches, p.leaderEpoch, opts)
-	single := len(p.isr.maximal()) == 1
-	p.mu.RUnlock()
+	info, err := p.log.AppendAsLeader(batches, epoch, opts)
 	if err != nil {
 		return info, err
 	}
+	p.maybeAdvanceSoleHW()
+	p.watchers.notify()
+	return info, nil
+}
+
+// leaderAppendEpoch checks that this replica may take an append with acks
+// and returns the epoch to stamp. Must be called with roleMu held (which
+// keeps the answer valid until it is released).
+func (p *Partition) leaderAppendEpoch(acks int16) (int32, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	switch {
+	case p.role != RoleLeader:
+		return -1, kerr.NotLeaderForPartition
+	case acks == -1 && int32(len(p.isr.committed)) < p.minISR:
+		return -1, kerr.NotEnoughReplicas
+	}
+	return p.leaderEpoch, nil
+}
+
+// maybeAdvanceSoleHW moves the HW after an append when the leader alone is
+// the ISR (the HW follows its LEO). It looks at the ISR after the append
+// has published the new LEO, so a shrink committed meanwhile either sees
+// that LEO or is seen here.
+func (p *Partition) maybeAdvanceSoleHW() {
+	p.mu.RLock()
+	single := len(p.isr.maximal()) == 1
+	p.mu.RUnlock()
 	if single {
-		// The leader alone is the ISR: the HW follows its LEO.
 		p.mu.Lock()
 		p.maybeAdvanceHWLocked()
 		p.mu.Unlock()
 	}
-	p.watchers.notify()
-	return info, nil
 }
 
 // WaitForHW blocks until the HW passes offset (acks=all: the batch is on
@@ -118,7 +140,10 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentLeaderE
 
 // FollowerFetch is one partition of a follower's fetch.
 type FollowerFetch struct {
-	ReplicaID          int32
+	ReplicaID int32
+	// ReplicaEpoch is the follower's broker epoch (Fetch v15+ ReplicaState);
+	// 0 or -1: not given.
+	ReplicaEpoch       int64
 	FetchOffset        int64
 	LastFetchedEpoch   int32 // -1: not given
 	CurrentLeaderEpoch int32 // -1: not given
@@ -126,46 +151,103 @@ type FollowerFetch struct {
 	MinOneBatch        bool
 }
 
-// ReadForFollower serves a follower fetch: it records the follower's LEO (its
-// fetch offset), which may move the HW and expand the ISR, and returns data up
-// to the leader's LEO. A follower whose log diverges at LastFetchedEpoch gets
-// the epoch and end offset to truncate to instead of data.
-func (p *Partition) ReadForFollower(f FollowerFetch) (ReadResult, error) {
-	p.mu.RLock()
-	if p.role != RoleLeader {
-		p.mu.RUnlock()
-		return ReadResult{}, kerr.NotLeaderForPartition
+// UpdateFollowerAndRead serves a follower's fetch in Kafka's two steps. It
+// records the follower's fetch offset as its LEO, which may move the HW and
+// propose an ISR expansion (updateFollowerFetchState), then reads from the
+// log up to the leader's LEO (readFromLog), answering the HW as it stands
+// after the first step. A fetch the read would refuse (an offset outside
+// the log) and one whose log diverges at LastFetchedEpoch (it gets the
+// epoch and end offset to truncate to instead of data) are not recorded,
+// as in Kafka, which reads first. Each step checks the role and leader
+// epoch under mu.
+func (p *Partition) UpdateFollowerAndRead(f FollowerFetch) (ReadResult, error) {
+	epoch, answer, err := p.updateFollowerFetchState(f)
+	if err != nil || answer != nil {
+		return answer.orEmpty(), err
 	}
-	if err := p.checkEpochLocked(f.CurrentLeaderEpoch); err != nil {
-		p.mu.RUnlock()
-		return ReadResult{}, err
+	return p.readForFollower(f, epoch)
+}
+
+// updateFollowerFetchState validates a follower fetch and records it. It
+// returns the leader epoch it was checked against, or the answer when
+// there is nothing to read.
+func (p *Partition) updateFollowerFetchState(f FollowerFetch) (int32, *ReadResult, error) {
+	p.mu.Lock()
+	epoch := p.leaderEpoch
+	answer, err := p.unreadableFetchLocked(f)
+	if err != nil || answer != nil {
+		p.mu.Unlock()
+		return epoch, answer, err
 	}
-	if !slices.Contains(p.replicas, f.ReplicaID) {
-		p.mu.RUnlock()
-		return ReadResult{}, kerr.NotLeaderForPartition
+	moved, change := p.observeFollowerLocked(f.ReplicaID, f.ReplicaEpoch, f.FetchOffset)
+	p.mu.Unlock()
+	if moved {
+		p.watchers.notify()
 	}
+	if change != nil && p.proposeISR != nil {
+		p.proposeISR(p, *change)
+	}
+	return epoch, nil, nil
+}
+
+// unreadableFetchLocked answers a follower fetch there is nothing to read
+// for: refused (not leader, epoch, not a replica), diverging, or out of the
+// log's range. nil, nil: the fetch may be recorded and read. Must be called
+// with mu held.
+func (p *Partition) unreadableFetchLocked(f FollowerFetch) (*ReadResult, error) {
+	if err := p.checkFollowerFetchLocked(f); err != nil {
+		return nil, err
+	}
+	offsets := &ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
 	if f.LastFetchedEpoch >= 0 {
 		div, err := p.divergenceLocked(f.LastFetchedEpoch, f.FetchOffset)
 		if err != nil {
-			p.mu.RUnlock()
-			return ReadResult{}, err
+			return nil, err
 		}
 		if div != nil {
-			res := ReadResult{Diverging: div, HighWatermark: p.log.HighWatermark(),
-				LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
-			p.mu.RUnlock()
-			return res, nil
+			offsets.Diverging = div
+			return offsets, nil
 		}
 	}
-	leo := p.log.LogEndOffset()
-	p.mu.RUnlock()
-
-	if leo >= 0 {
-		p.observeFollower(f.ReplicaID, f.FetchOffset, leo)
+	if f.FetchOffset < offsets.LogStartOffset || f.FetchOffset > offsets.LogEndOffset {
+		// Not the follower's position: it may lie past our log end, on a
+		// log without epochs to tell where it diverges.
+		return offsets, kerr.OffsetOutOfRange
 	}
+	return nil, nil
+}
 
+// checkFollowerFetchLocked refuses a fetch from a replica of another epoch
+// or outside the assignment, or when this broker does not lead. Must be
+// called with mu held.
+func (p *Partition) checkFollowerFetchLocked(f FollowerFetch) error {
+	if p.role != RoleLeader {
+		return kerr.NotLeaderForPartition
+	}
+	if err := p.checkEpochLocked(f.CurrentLeaderEpoch); err != nil {
+		return err
+	}
+	if !slices.Contains(p.replicas, f.ReplicaID) {
+		return kerr.NotLeaderForPartition
+	}
+	return nil
+}
+
+// readForFollower reads for a follower whose fetch was recorded at epoch;
+// a leadership that changed in between answers NOT_LEADER_OR_FOLLOWER (or
+// FENCED_LEADER_EPOCH when the fetch named the old epoch).
+func (p *Partition) readForFollower(f FollowerFetch, epoch int32) (ReadResult, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if p.role != RoleLeader {
+		return ReadResult{}, kerr.NotLeaderForPartition
+	}
+	if err := p.checkEpochLocked(f.CurrentLeaderEpoch); err != nil {
+		return ReadResult{}, err
+	}
+	if p.leaderEpoch != epoch {
+		return ReadResult{}, kerr.NotLeaderForPartition
+	}
 	res := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
 	rr, err := p.log.Read(f.FetchOffset, f.MaxBytes, res.LogEndOffset, f.MinOneBatch)
 	if err != nil {
@@ -176,6 +258,14 @@ func (p *Partition) ReadForFollower(f FollowerFetch) (ReadResult, error) {
 	}
 	res.ReadResult = rr
 	return res, nil
+}
+
+// orEmpty is the result itself, or an empty one when r is nil.
+func (r *ReadResult) orEmpty() ReadResult {
+	if r == nil {
+		return ReadResult{}
+	}
+	return *r
 }
 
 // divergenceLocked compares a follower's last fetched epoch with our epoch
@@ -195,29 +285,22 @@ func (p *Partition) divergenceLocked(lastFetchedEpoch int32, fetchOffset int64) 
 	return nil, nil
 }
 
-// observeFollower records a follower's fetch, then moves the HW and proposes
-// an ISR expansion if it caught up.
-func (p *Partition) observeFollower(id int32, fetchOffset, leaderLEO int64) {
-	p.mu.Lock()
-	if p.role != RoleLeader {
-		p.mu.Unlock()
-		return
-	}
+// observeFollowerLocked records a follower's fetch at fetchOffset against
+// the leader's LEO now, then moves the HW and proposes an ISR expansion if
+// the follower caught up. Must be called with mu held for writing.
+func (p *Partition) observeFollowerLocked(id int32, brokerEpoch, fetchOffset int64) (hwMoved bool, change *AlterISR) {
 	f, ok := p.followers[id]
 	if !ok {
 		f = &FollowerProgress{ID: id, LEO: -1}
 		p.followers[id] = f
 	}
-	f.observeFetch(fetchOffset, leaderLEO, p.now())
+	f.observeFetch(fetchOffset, p.log.LogEndOffset(), p.now())
+	f.BrokerEpoch = brokerEpoch
+	if brokerEpoch <= 0 {
+		f.BrokerEpoch = -1
+	}
 	moved := p.maybeAdvanceHWLocked()
-	change := p.maybeExpandISRLocked(f)
-	p.mu.Unlock()
-	if moved {
-		p.watchers.notify()
-	}
-	if change != nil && p.proposeISR != nil {
-		p.proposeISR(p, *change)
-	}
+	return moved, p.maybeExpandISRLocked(f)
 }
 
 // AlterISR is an ISR change for the controller (AlterPartition).
@@ -228,6 +311,10 @@ type AlterISR struct {
 	LeaderEpoch    int32
 	PartitionEpoch int32
 	NewISR         []int32
+	// NewISREpochs are the broker epochs of NewISR's members as their
+	// fetches gave them (-1: unknown, the leader's own included), for
+	// AlterPartition v3's NewEpochISR (KIP-903).
+	NewISREpochs []int64
 }
 
 // maybeExpandISRLocked proposes adding f to the ISR if it caught up. Must be
@@ -248,8 +335,15 @@ func (p *Partition) maybeExpandISRLocked(f *FollowerProgress) *AlterISR {
 }
 
 func (p *Partition) alterLocked(isr []int32) *AlterISR {
+	epochs := make([]int64, len(isr))
+	for i, id := range isr {
+		epochs[i] = -1
+		if f, ok := p.followers[id]; ok {
+			epochs[i] = f.BrokerEpoch
+		}
+	}
 	return &AlterISR{Topic: p.Topic, TopicID: p.topicID, Partition: p.Index,
-		LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: slices.Clone(isr)}
+		LeaderEpoch: p.leaderEpoch, PartitionEpoch: p.partitionEpoch, NewISR: slices.Clone(isr), NewISREpochs: epochs}
 }
 
 // isrRetryBackoff is how long a leader waits before proposing again after
@@ -280,34 +374,98 @@ func (p *Partition) MaybeShrinkISR(lagMax time.Duration) {
 }
 
 // ISRResult applies the controller's answer to an AlterPartition. On success
-// the answer carries the new committed state; on failure the pending change is
-// dropped and will be proposed again if still needed.
-func (p *Partition) ISRResult(sent AlterISR, isr []int32, leaderEpoch, partitionEpoch int32, err error) {
+// the answer carries the new committed state. On failure the pending change
+// is dropped only when the controller certainly did not apply it; otherwise
+// it stays pending (its new member keeps counting for the HW, KIP-497),
+// either until metadata settles it or, when the answer was lost, until the
+// caller sends it again: ISRResult then returns true (Kafka's
+// Partition.handleAlterPartitionError and AlterPartitionManager's retries).
+func (p *Partition) ISRResult(sent AlterISR, isr []int32, leaderEpoch, partitionEpoch int32, err error) (resend bool) {
 	p.mu.Lock()
-	defer p.watchers.notify()
-	defer p.mu.Unlock()
-	if p.role != RoleLeader || p.leaderEpoch != sent.LeaderEpoch || p.isr.kind == isrCommitted ||
-		!slices.Equal(p.isr.proposed, sent.NewISR) {
-		return // a newer state has superseded this change
+	applied, shrink, resend := p.isrResultLocked(sent, isr, leaderEpoch, partitionEpoch, err)
+	p.mu.Unlock()
+	p.watchers.notify()
+	if applied && p.onISRChange != nil {
+		p.onISRChange(p, shrink)
+	}
+	return resend
+}
+
+// isrResultLocked applies an AlterPartition answer and reports whether it
+// committed a change, whether that was a shrink, and whether the change is
+// to be sent again. Must be called with mu held for writing.
+func (p *Partition) isrResultLocked(sent AlterISR, isr []int32, leaderEpoch, partitionEpoch int32, err error) (applied, shrink, resend bool) {
+	if !p.pendingLocked(sent) {
+		return false, false, false // a newer state has superseded this change
 	}
 	if err != nil {
-		p.logger.Warn("ISR change refused", "proposed", sent.NewISR, "err", err)
-		p.isr = isrState{committed: p.isr.committed}
-		p.isrRetryAfter = p.now().Add(isrRetryBackoff)
-		return
+		switch isrFailure(err) {
+		case isrNotApplied:
+			p.logger.Warn("ISR change refused", "proposed", sent.NewISR, "err", err)
+			p.isr = isrState{committed: p.isr.committed}
+			p.isrRetryAfter = p.now().Add(isrRetryBackoff)
+		case isrAwaitMetadata:
+			p.logger.Info("ISR change failed; awaiting newer metadata", "proposed", sent.NewISR, "err", err)
+		default:
+			p.logger.Warn("ISR change unanswered; sending it again", "proposed", sent.NewISR, "err", err)
+			return false, false, true
+		}
+		return false, false, false
 	}
 	if leaderEpoch != p.leaderEpoch || partitionEpoch <= p.partitionEpoch {
 		p.isr = isrState{committed: p.isr.committed}
-		return
+		return false, false, false
 	}
 	p.partitionEpoch = partitionEpoch
-	shrink := len(isr) < len(p.isr.committed)
+	shrink = len(isr) < len(p.isr.committed)
 	p.isr = isrState{committed: slices.Clone(isr)}
 	p.logger.Info("ISR updated", "isr", isr, "partition_epoch", partitionEpoch)
 	p.maybeAdvanceHWLocked()
-	if p.onISRChange != nil {
-		p.onISRChange(p, shrink)
+	return true, shrink, false
+}
+
+// pendingLocked reports whether sent is the change still in flight for the
+// current leadership. Must be called with mu held.
+func (p *Partition) pendingLocked(sent AlterISR) bool {
+	return p.role == RoleLeader && p.leaderEpoch == sent.LeaderEpoch && p.isr.kind != isrCommitted &&
+		slices.Equal(p.isr.proposed, sent.NewISR)
+}
+
+// stillPending reports whether sent is still the change in flight (a
+// caller about to send it again checks first).
+func (p *Partition) stillPending(sent AlterISR) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.pendingLocked(sent)
+}
+
+// errNoController is the answer when there is no controller to ask: the
+// change was certainly not applied.
+var errNoController = errors.New("no controller to send AlterPartition to")
+
+type isrFailureKind int8
+
+const (
+	isrUnanswered    isrFailureKind = iota // lost or unexpected: maybe applied
+	isrNotApplied                          // the controller says it did not apply it
+	isrAwaitMetadata                       // our view is stale: metadata will say
+)
+
+// isrFailure classifies an AlterPartition failure as Kafka's leader does.
+// OPERATION_NOT_ATTEMPTED and INELIGIBLE_REPLICA promise the change was not
+// applied; the epoch and topic errors mean the controller has moved on and
+// its metadata will reach us; anything else (a timeout, a lost connection,
+// NOT_CONTROLLER) may have been applied, so only sending it again is safe.
+func isrFailure(err error) isrFailureKind {
+	switch {
+	case errors.Is(err, errNoController), errors.Is(err, kerr.OperationNotAttempted), errors.Is(err, kerr.IneligibleReplica):
+		return isrNotApplied
+	case errors.Is(err, kerr.FencedLeaderEpoch), errors.Is(err, kerr.InvalidUpdateVersion),
+		errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.UnknownTopicID),
+		errors.Is(err, kerr.InvalidRequest), errors.Is(err, kerr.NewLeaderElected):
+		return isrAwaitMetadata
 	}
+	return isrUnanswered
 }
 
 // EndOffsetForEpoch answers OffsetForLeaderEpoch: the largest epoch <= epoch

@@ -20,7 +20,8 @@ type AlterISRResult struct {
 
 // AlterPartitionFunc sends ISR changes to the active controller in one
 // AlterPartition request and returns one result per change, in order. An
-// error means none was applied (they are proposed again later).
+// error means the answer was lost: the changes may or may not have been
+// applied, and they are sent again while still pending.
 type AlterPartitionFunc func(ctx context.Context, changes []AlterISR) ([]AlterISRResult, error)
 
 // ManagerOptions configure a Manager.
@@ -35,8 +36,11 @@ type ManagerOptions struct {
 	Fetcher FetcherOptions
 	// OnISRChange, if set, is told of every ISR change a leader here made.
 	OnISRChange func(p *Partition, shrink bool)
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// Now and After are the clock and timer source of the manager and its
+	// fetchers (time.Now and time.After when nil).
+	Now    func() time.Time
+	After  func(time.Duration) <-chan time.Time
+	Logger *slog.Logger
 }
 
 // Manager owns this broker's partitions (Kafka's ReplicaManager): it creates
@@ -48,11 +52,14 @@ type Manager struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // background goroutines
+	wg     sync.WaitGroup // background goroutines and fetchers
 
-	mu         sync.RWMutex // guards partitions and fetchers
+	// mu guards the fields below. Lock order: mu, then a fetcher's mu, then
+	// a Partition's locks.
+	mu         sync.RWMutex
 	partitions map[storage.TopicPartition]*Partition
 	fetchers   map[int32]*fetcher // by leader broker id
+	closed     bool               // no fetcher starts after Close
 
 	alterCh chan alterItem // ISR proposals to the sender goroutine
 }
@@ -66,6 +73,9 @@ type alterItem struct {
 func NewManager(opts ManagerOptions) *Manager {
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.After == nil {
+		opts.After = time.After
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -92,14 +102,11 @@ func (m *Manager) Start() {
 // Close stops fetchers and background work. Logs stay open (the storage
 // manager closes them).
 func (m *Manager) Close() {
-	m.cancel()
+	m.cancel() // fetchers' contexts derive from it
 	m.mu.Lock()
-	fetchers := m.fetchers
+	m.closed = true
 	m.fetchers = map[int32]*fetcher{}
 	m.mu.Unlock()
-	for _, f := range fetchers {
-		f.stop()
-	}
 	m.wg.Wait()
 }
 
@@ -169,9 +176,60 @@ func (m *Manager) MakeFollower(st PartitionState, cfg storage.LogConfig) (*Parti
 	}
 	m.removeFromFetchers(p)
 	if st.Leader >= 0 && st.Leader != m.opts.LocalID {
-		m.fetcherFor(st.Leader).add(p)
+		m.addToFetcher(st.Leader, p)
 	}
 	return p, nil
+}
+
+// addToFetcher hands p to the fetcher for leader, starting one if needed.
+// It holds mu throughout, so an idle fetcher cannot retire between the
+// lookup and the add (retireIdle takes mu too).
+func (m *Manager) addToFetcher(leader int32, p *Partition) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	f, ok := m.fetchers[leader]
+	if !ok {
+		f = m.newFetcher(leader)
+		m.fetchers[leader] = f
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			f.run()
+		}()
+	}
+	f.add(p)
+}
+
+func (m *Manager) newFetcher(leader int32) *fetcher {
+	opts := m.opts.Fetcher.withDefaults()
+	var client LeaderClient
+	if opts.Client != nil {
+		client = opts.Client(leader)
+	} else {
+		client = newProtocolLeaderClient(leader, m.opts.LocalID, opts)
+	}
+	return newFetcher(fetcherConfig{
+		parent: m.ctx, leader: leader, localID: m.opts.LocalID, opts: opts, client: client,
+		now: m.opts.Now, after: m.opts.After, logger: m.logger, retire: m.retireIdle,
+	})
+}
+
+// retireIdle takes f out of the fetchers if it still holds no partition
+// (Kafka's shutdownIdleFetcherThreads) and reports whether it did; f then
+// closes its connection and stops.
+func (m *Manager) retireIdle(f *fetcher) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !f.idle() {
+		return false // a partition was added meanwhile
+	}
+	if m.fetchers[f.leader] == f {
+		delete(m.fetchers, f.leader)
+	}
+	return true
 }
 
 // Remove stops replicating a partition and, if deleteLog, deletes its log.
@@ -183,10 +241,9 @@ func (m *Manager) Remove(topic string, index int32, deleteLog bool) error {
 	m.mu.Unlock()
 	if ok {
 		m.removeFromFetchers(p)
-		p.mu.Lock()
-		p.role = RoleNone
-		p.mu.Unlock()
-		p.watchers.notify()
+		if err := p.makeOffline(); err != nil {
+			m.logger.Warn("taking a removed partition offline", "partition", p.String(), "err", err)
+		}
 	}
 	if deleteLog {
 		return m.opts.Logs.Delete(tp)
@@ -244,7 +301,7 @@ func (m *Manager) sendAlter(batch []alterItem) {
 	}
 	if m.opts.AlterPartition == nil {
 		for _, it := range batch {
-			it.p.ISRResult(it.change, nil, 0, 0, fmt.Errorf("no controller to send AlterPartition to"))
+			it.p.ISRResult(it.change, nil, 0, 0, errNoController)
 		}
 		return
 	}
@@ -252,26 +309,45 @@ func (m *Manager) sendAlter(batch []alterItem) {
 	results, err := m.opts.AlterPartition(ctx, changes)
 	cancel()
 	for i, it := range batch {
+		var resend bool
 		if err != nil || i >= len(results) {
 			if err == nil {
 				err = fmt.Errorf("AlterPartition answered %d of %d changes", len(results), len(batch))
 			}
-			it.p.ISRResult(it.change, nil, 0, 0, err)
-			continue
+			resend = it.p.ISRResult(it.change, nil, 0, 0, err)
+		} else {
+			r := results[i]
+			resend = it.p.ISRResult(it.change, r.ISR, r.LeaderEpoch, r.PartitionEpoch, r.Err)
 		}
-		r := results[i]
-		it.p.ISRResult(it.change, r.ISR, r.LeaderEpoch, r.PartitionEpoch, r.Err)
+		if resend {
+			m.resendLater(it)
+		}
 	}
+}
+
+// resendLater sends a change whose answer was lost again after
+// isrRetryBackoff, if it is still the one pending.
+func (m *Manager) resendLater(it alterItem) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		select {
+		case <-m.opts.After(isrRetryBackoff):
+			if it.p.stillPending(it.change) {
+				m.proposeISR(it.p, it.change)
+			}
+		case <-m.ctx.Done():
+		}
+	}()
 }
 
 // shrinkLoop checks every half lag period for followers to drop from ISRs,
 // as Kafka's isr-expiration task does.
 func (m *Manager) shrinkLoop() {
-	t := time.NewTicker(max(m.opts.ReplicaLagTimeMax/2, 10*time.Millisecond))
-	defer t.Stop()
+	period := max(m.opts.ReplicaLagTimeMax/2, 10*time.Millisecond)
 	for {
 		select {
-		case <-t.C:
+		case <-m.opts.After(period):
 			for _, p := range m.Partitions() {
 				p.MaybeShrinkISR(m.opts.ReplicaLagTimeMax)
 			}

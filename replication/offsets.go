@@ -75,11 +75,16 @@ func (p *Partition) epochForOffsetLocked(offset int64) int32 {
 
 // DeleteRecordsBefore moves the log start offset to offset (DeleteRecords);
 // -1 means the HW. Only the leader may, and not beyond the HW. Followers
-// follow the leader's log start from their fetch responses.
+// follow the leader's log start from their fetch responses. The log start
+// moves (deleting segments, writing the epoch checkpoint) with roleMu held
+// for reading and mu released.
 func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
+	p.roleMu.RLock()
+	defer p.roleMu.RUnlock()
 	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.role != RoleLeader {
+	isLeader := p.role == RoleLeader
+	p.mu.RUnlock()
+	if !isLeader {
 		return -1, kerr.NotLeaderForPartition
 	}
 	hw := p.log.HighWatermark()

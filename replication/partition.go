@@ -14,17 +14,40 @@ import (
 
 // Partition is this broker's replica of one partition: its log and, by role,
 // the leader's view of its followers or the follower's view of its leader.
+// Its role changes only through the transitions of roles.go.
 //
-// Concurrency: mu guards the replica state below. Appends and reads take mu
-// for reading (the log serialises appends itself), so the role and epoch
-// cannot change under them; role changes, follower progress and HW moves
-// take it for writing. Lock order: mu, then the log's own locks. mu is never
-// held across network I/O.
+// Lock rules. Two locks, always taken in this order: roleMu, then mu, then
+// the log's own locks (storage.Log's and its EpochCache's). The watchers'
+// lock is a leaf. Neither partition lock is held across network I/O or
+// while calling proposeISR or onISRChange (they reach the manager), and mu
+// is never held across a log call that may fsync, msync or delete files
+// (appends, truncation, log start moves, epoch checkpoint writes).
+//
+//   - mu guards the replica state fields below it. Read them with mu held
+//     for reading; change them with mu held for writing.
+//   - The high watermark moves with mu held for writing: the leader's in
+//     maybeAdvanceHWLocked, a follower's in AppendAsFollower. Storage also
+//     lowers it when a truncation cuts below it (under roleMu, below).
+//   - roleMu pins the role and leader epoch across log work that may block
+//     on disk. Appends (leader and follower), TruncateTo, ResetTo and log
+//     start moves (DeleteRecordsBefore, a follower following its leader)
+//     hold it for reading: they check role and epoch under mu, release mu,
+//     then call the log. Transitions hold it for writing, so none happens
+//     in the middle of such a call; MakeLeader writes the new epoch's
+//     checkpoint with roleMu held and mu released, so readers go on while
+//     no batch of the new epoch can be appended before its start offset is
+//     durable.
+//   - The log end offset and the log start offset move only inside the log:
+//     the end by appends and truncation (under roleMu), the start by log
+//     start moves (under roleMu) and by retention (storage's own loop, no
+//     partition lock).
+//   - Reads of the log take mu for reading when the answer must match the
+//     role and epoch (fetches, ListOffsets, OffsetForLeaderEpoch).
 type Partition struct {
 	Topic   string
 	Index   int32
 	localID int32
-	log     *storage.Log
+	log     ReplicaLog
 	now     func() time.Time
 	logger  *slog.Logger
 	// proposeISR hands an ISR change to the manager's AlterPartition sender.
@@ -33,11 +56,15 @@ type Partition struct {
 	// (metrics: ISR shrinks and expands).
 	onISRChange func(p *Partition, shrink bool)
 
+	// roleMu pins role and leaderEpoch across slow log work (see above).
+	roleMu sync.RWMutex
+
 	mu sync.RWMutex // guards the fields below
 	// topicID is the topic's id in the controller's image.
 	topicID [16]byte
-	role    Role
-	// leader is the current leader's broker id, -1 when none.
+	// role is written only by transitionLocked.
+	role Role
+	// leader is the current leader's broker id, -1 when none is known.
 	leader int32
 	// leaderEpoch is the epoch of the current leadership; requests from a
 	// client or follower carrying another epoch are fenced or refused.
@@ -70,8 +97,9 @@ type PartitionOptions struct {
 	OnISRChange func(p *Partition, shrink bool)
 }
 
-// NewPartition wraps a log. The partition starts with no role.
-func NewPartition(topic string, index int32, log *storage.Log, opts PartitionOptions) *Partition {
+// NewPartition wraps a log (a *storage.Log in a broker). The partition
+// starts with no role (RoleNone).
+func NewPartition(topic string, index int32, log ReplicaLog, opts PartitionOptions) *Partition {
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -88,8 +116,12 @@ func NewPartition(topic string, index int32, log *storage.Log, opts PartitionOpt
 	}
 }
 
-// Log returns the partition's log.
-func (p *Partition) Log() *storage.Log { return p.log }
+// Log returns the partition's storage log, nil when the partition runs on
+// another ReplicaLog (the simulator's).
+func (p *Partition) Log() *storage.Log {
+	l, _ := p.log.(*storage.Log)
+	return l
+}
 
 // String names the partition for logs.
 func (p *Partition) String() string { return fmt.Sprintf("%s-%d", p.Topic, p.Index) }
@@ -126,6 +158,7 @@ func (p *Partition) Snapshot() Snapshot {
 		MaximalISR:    slices.Clone(p.isr.maximal()),
 		HighWatermark: p.log.HighWatermark(), LogEndOffset: p.log.LogEndOffset(),
 		LogStartOffset: p.log.LogStartOffset(), MinISR: p.minISR,
+		LogSize: p.log.Size(), Segments: p.log.NumSegments(),
 		FollowerLEOs: p.followerLEOsLocked(),
 	}
 }
@@ -152,99 +185,6 @@ func (p *Partition) SetMinISR(n int32) {
 	p.maybeAdvanceHWLocked()
 	p.mu.Unlock()
 	p.watchers.notify()
-}
-
-// MakeLeader makes this broker the leader for st.LeaderEpoch. It is a no-op
-// for an epoch already applied, except that a newer partition epoch updates
-// the ISR and assignment (the controller changed them, e.g. fencing a
-// follower).
-func (p *Partition) MakeLeader(st PartitionState, minISR int32) error {
-	p.mu.Lock()
-	defer p.watchers.notify()
-	defer p.mu.Unlock()
-	p.minISR = max(minISR, 1)
-	if p.role == RoleLeader && st.LeaderEpoch == p.leaderEpoch {
-		p.applyPartitionEpochLocked(st)
-		return nil
-	}
-	if st.LeaderEpoch < p.leaderEpoch {
-		return fmt.Errorf("%s: stale leader epoch %d < %d", p, st.LeaderEpoch, p.leaderEpoch)
-	}
-	leo := p.log.LogEndOffset()
-	// Kafka's makeLeader: the new epoch starts at our LEO.
-	if err := p.log.EpochCache().Assign(st.LeaderEpoch, leo); err != nil {
-		return fmt.Errorf("%s: recording leader epoch %d: %w", p, st.LeaderEpoch, err)
-	}
-	p.role = RoleLeader
-	p.topicID = st.TopicID
-	p.leader = p.localID
-	p.leaderEpoch = st.LeaderEpoch
-	p.leaderEpochStartOffset = leo
-	p.partitionEpoch = st.PartitionEpoch
-	p.replicas = slices.Clone(st.Replicas)
-	p.isr = isrState{committed: slices.Clone(st.ISR)}
-	// Every follower's LEO is unknown until it fetches from us; until then the
-	// HW holds (HighWatermark treats missing LEOs so).
-	now := p.now()
-	p.followers = make(map[int32]*FollowerProgress, len(st.Replicas))
-	for _, id := range st.Replicas {
-		if id != p.localID {
-			// A member of the ISR gets a full lag period to show up.
-			p.followers[id] = &FollowerProgress{ID: id, LEO: -1, LastCaughtUp: now}
-		}
-	}
-	p.logger.Info("became leader", "leader_epoch", st.LeaderEpoch, "partition_epoch", st.PartitionEpoch,
-		"isr", st.ISR, "replicas", st.Replicas, "leo", leo, "hw", p.log.HighWatermark())
-	p.maybeAdvanceHWLocked()
-	return nil
-}
-
-// applyPartitionEpochLocked takes a newer ISR/assignment from the controller
-// for the current leadership. Must be called with mu held.
-func (p *Partition) applyPartitionEpochLocked(st PartitionState) {
-	if st.PartitionEpoch <= p.partitionEpoch {
-		return
-	}
-	p.partitionEpoch = st.PartitionEpoch
-	p.replicas = slices.Clone(st.Replicas)
-	p.isr = isrState{committed: slices.Clone(st.ISR)}
-	now := p.now()
-	for _, id := range st.Replicas {
-		if _, ok := p.followers[id]; !ok && id != p.localID && p.role == RoleLeader {
-			p.followers[id] = &FollowerProgress{ID: id, LEO: -1, LastCaughtUp: now}
-		}
-	}
-	p.maybeAdvanceHWLocked()
-}
-
-// MakeFollower makes this broker a follower of st.Leader (or leaderless, when
-// st.Leader is -1). It returns true when the leader or epoch changed, so the
-// caller (re)starts fetching and truncation.
-func (p *Partition) MakeFollower(st PartitionState) (bool, error) {
-	p.mu.Lock()
-	defer p.watchers.notify()
-	defer p.mu.Unlock()
-	if st.LeaderEpoch < p.leaderEpoch {
-		return false, fmt.Errorf("%s: stale leader epoch %d < %d", p, st.LeaderEpoch, p.leaderEpoch)
-	}
-	changed := p.role != RoleFollower || st.LeaderEpoch != p.leaderEpoch || st.Leader != p.leader
-	p.topicID = st.TopicID
-	p.partitionEpoch = max(p.partitionEpoch, st.PartitionEpoch)
-	p.replicas = slices.Clone(st.Replicas)
-	p.isr = isrState{committed: slices.Clone(st.ISR)}
-	if !changed {
-		return false, nil
-	}
-	p.role = RoleFollower
-	if st.Leader < 0 {
-		p.role = RoleNone
-	}
-	p.leader = st.Leader
-	p.leaderEpoch = st.LeaderEpoch
-	p.followers = nil
-	p.logger.Info("became follower", "leader", st.Leader, "leader_epoch", st.LeaderEpoch,
-		"leo", p.log.LogEndOffset(), "hw", p.log.HighWatermark())
-	return true, nil
 }
 
 // checkEpochLocked validates a request's current leader epoch (-1: not given).

@@ -14,22 +14,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/storage"
 )
 
 // fakeClock is a clock tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+// fakeClock is the shared test clock.
+type fakeClock = testsupport.Clock
 
 // testReplica is one replica of a partition with its own log, as one broker
 // would hold it.
@@ -67,6 +59,15 @@ func (r *testReplica) lastProposal() (AlterISR, bool) {
 
 // batch builds a v2 record batch of n records (no producer id).
 func batch(n int) []record.Batch {
+	pb, err := record.ParseProduce(rawBatch(n))
+	if err != nil {
+		panic(err)
+	}
+	return []record.Batch{pb}
+}
+
+// rawBatch is batch's bytes, as a fetch carries them.
+func rawBatch(n int) []byte {
 	var records []byte
 	for i := range n {
 		// length, attributes, timestamp delta, offset delta, key -1, value "v", 0 headers
@@ -86,11 +87,19 @@ func batch(n int) []record.Batch {
 	binary.BigEndian.PutUint32(b[57:], uint32(n))
 	b = append(b, records...)
 	binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[21:], crc32.MakeTable(crc32.Castagnoli)))
+	return b
+}
+
+// stamp sets a raw batch's base offset and leader epoch, as a leader's
+// append does (neither is under the CRC).
+func stamp(b []byte, base int64, epoch int32) []byte {
 	pb, err := record.ParseProduce(b)
 	if err != nil {
 		panic(err)
 	}
-	return []record.Batch{pb}
+	pb.SetBaseOffset(base)
+	pb.SetPartitionLeaderEpoch(epoch)
+	return b
 }
 
 func leaderState(epoch, partitionEpoch int32, isr ...int32) PartitionState {
@@ -106,7 +115,7 @@ func replicate(t *testing.T, leader, follower *testReplica, followerID int32) Re
 	if !ok {
 		t.Fatal("not a follower")
 	}
-	res, err := leader.p.ReadForFollower(FollowerFetch{ReplicaID: followerID, FetchOffset: st.FetchOffset,
+	res, err := leader.p.UpdateFollowerAndRead(FollowerFetch{ReplicaID: followerID, FetchOffset: st.FetchOffset,
 		LastFetchedEpoch: st.LastFetchedEpoch, CurrentLeaderEpoch: st.LeaderEpoch, MaxBytes: 1 << 20, MinOneBatch: true})
 	if err != nil {
 		t.Fatalf("follower %d fetch: %v", followerID, err)
@@ -128,7 +137,7 @@ func replicate(t *testing.T, leader, follower *testReplica, followerID int32) Re
 // The HW is the minimum LEO of the ISR, learned from follower fetches, and
 // acks=all completes when it passes the batch.
 func TestLeaderHighWatermarkFollowsISR(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	l, f2, f3 := newTestReplica(t, 1, clock), newTestReplica(t, 2, clock), newTestReplica(t, 3, clock)
 	must := func(err error) {
 		t.Helper()
@@ -182,7 +191,7 @@ func TestLeaderHighWatermarkFollowsISR(t *testing.T) {
 // min.insync.replicas, and a waiting produce gets
 // NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrinks under it.
 func TestISRShrinkAndMinISR(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	l, f2 := newTestReplica(t, 1, clock), newTestReplica(t, 2, clock)
 	if err := l.p.MakeLeader(leaderState(0, 0, 1, 2), 2); err != nil {
 		t.Fatal(err)
@@ -238,7 +247,7 @@ func TestISRShrinkAndMinISR(t *testing.T) {
 // Requests with an older leader epoch are fenced, newer ones unknown; a
 // non-leader refuses appends and consumer reads.
 func TestEpochFencing(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	l := newTestReplica(t, 1, clock)
 	if err := l.p.MakeLeader(leaderState(5, 0, 1), 1); err != nil {
 		t.Fatal(err)
@@ -265,7 +274,7 @@ func TestEpochFencing(t *testing.T) {
 // truncates to where their epochs diverge (KIP-101/KIP-279), and both logs
 // end identical.
 func TestFollowerTruncatesAtDivergence(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	a, b := newTestReplica(t, 1, clock), newTestReplica(t, 2, clock)
 	// Epoch 0: a leads, b copies 3 records.
 	if err := a.p.MakeLeader(PartitionState{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1}, 1); err != nil {
@@ -311,7 +320,7 @@ func TestFollowerTruncatesAtDivergence(t *testing.T) {
 // stale epoch entry goes, and the next fetch does not diverge again (the
 // livelock the chaos suite's all-restart scenario found).
 func TestTruncateAtLogEndDropsEmptyEpoch(t *testing.T) {
-	clock := &fakeClock{now: time.Unix(1000, 0)}
+	clock := testsupport.NewClock(time.Unix(1000, 0))
 	a, b := newTestReplica(t, 1, clock), newTestReplica(t, 2, clock)
 	st := func(leader, epoch int32) PartitionState {
 		return PartitionState{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: leader, LeaderEpoch: epoch, PartitionEpoch: epoch}

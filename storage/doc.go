@@ -70,19 +70,21 @@
 //
 // Both indexes of the active segment are preallocated to segment.index.bytes
 // with ftruncate (sparse, like Kafka), mapped read-write, and given disk
-// blocks with fallocate in 64 KiB steps ahead of the entries; a segment
-// rolls when an index is full. On roll or close they are trimmed to their
-// entries. Indexes are not checksummed: they are validated and rebuilt from
-// the log.
+// blocks with fallocate ahead of the entries, in steps that double from a
+// page to 64 KiB; a segment rolls when an index is full. On roll or close
+// they are trimmed to their entries. No index keeps its descriptor: it is
+// closed right after mmap, and reserve and trim open the file for the call.
+// Indexes are not checksummed: they are validated and rebuilt from the log.
 //
 // # Segment data and memory mapping
 //
 // The active segment's .log is mapped read-write over its whole
 // segment.bytes (rounded to a page) once, so the mapping never moves; the
-// file grows under it by fallocate(mode 0) in chunks (min(segment.bytes,
-// 8 MiB) or PreallocateChunkBytes), so that disk full is ErrDiskFull from
-// the append, never a SIGBUS (with ftruncate growth as a fallback where
-// fallocate is unsupported). Appends of 8 KiB or more write(2) the batches
+// file grows under it by fallocate(mode 0) in steps that double from 64 KiB
+// up to a chunk (min(segment.bytes, 8 MiB) or PreallocateChunkBytes), so
+// that disk full is ErrDiskFull from the append, never a SIGBUS (with
+// ftruncate growth as a fallback where fallocate is unsupported), and an
+// idle partition reserves 64 KiB, not a chunk. Appends of 8 KiB or more write(2) the batches
 // into the file at the segment's end (the mapping shares the same page-cache
 // pages, and the write skips the page fault a copy into the mapping takes per
 // 4 KiB); smaller ones copy into the mapping, whose pages are populated a
@@ -90,10 +92,20 @@
 // Then the segment size and the log end offset are published, so readers
 // never see a half-written batch. On roll or close the file is truncated to its logical size.
 // Inactive segments are mapped read-only on first read; a log keeps at most
-// MaxMappedSegments of them mapped. Readers hold a reference on a segment
+// MaxMappedSegments of them mapped, and a Manager's logs together at most
+// MaxMappedSegmentsTotal (least recently used first out). Readers hold a reference on a segment
 // for as long as they use a slice of its mapping (ReadResult.Release);
 // unmapping, closing and deleting happen at the last release, and
 // truncation waits for the references to drop.
+//
+// # Descriptors and mappings per partition
+//
+// A partition holds one open descriptor, its active segment's .log (for
+// write(2), fallocate and sendfile), and three mappings (that .log and its
+// two indexes); an inactive segment holds no descriptor and, while mapped
+// for reading, three mappings, within the budgets above. So a broker needs
+// about one descriptor and three mappings per partition: CheckResourceLimits
+// compares that with RLIMIT_NOFILE and vm.max_map_count at start.
 //
 // # Checkpoint files (text, as Kafka)
 //

@@ -64,8 +64,17 @@ func loadEpochCache(dir string, leo func() int64) (*EpochCache, error) {
 	return c, nil
 }
 
-// writeLocked persists the entries. Must be called with mu held.
+// NewEpochCache returns an empty cache kept in memory only, without a
+// checkpoint file, for a log that lives in memory (replication's simulator
+// runs its replicas on one). leo gives that log's end offset.
+func NewEpochCache(leo func() int64) *EpochCache { return &EpochCache{leo: leo} }
+
+// writeLocked persists the entries (a cache without a path has no file).
+// Must be called with mu held.
 func (c *EpochCache) writeLocked() error {
+	if c.path == "" {
+		return nil
+	}
 	lines := make([]string, len(c.entries))
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)

@@ -48,6 +48,22 @@ var (
 	// unknown, so the log refuses further writes (Kafka marks the log dir
 	// offline). The original error is wrapped too.
 	ErrLogFailed = errors.New("storage: log failed")
+	// ErrResourceLimit: the process ran out of a kernel resource a log
+	// needs, open file descriptors (ErrTooManyOpenFiles) or memory mappings
+	// (ErrTooManyMappings). Nothing is wrong with the data or the disk: the
+	// log opens once the limit is raised or other logs are closed, so this
+	// is never a log dir failure.
+	ErrResourceLimit = errors.New("storage: process resource limit reached")
+	// ErrTooManyOpenFiles: EMFILE or ENFILE (RLIMIT_NOFILE or fs.file-max).
+	// It matches ErrResourceLimit and the errno.
+	ErrTooManyOpenFiles = fmt.Errorf("%w: too many open files", ErrResourceLimit)
+	// ErrTooManyMappings: mmap failed with ENOMEM: vm.max_map_count (or the
+	// address space) is exhausted. It matches ErrResourceLimit and ENOMEM.
+	ErrTooManyMappings = fmt.Errorf("%w: too many memory mappings", ErrResourceLimit)
+	// ErrLogDirOffline: the log dir failed (an I/O error: EIO, EROFS) and
+	// takes no new logs until the broker restarts, as Kafka's offline log
+	// dirs. The original error is wrapped too.
+	ErrLogDirOffline = errors.New("storage: log dir offline")
 )
 
 // DuplicateBatchError reports that an idempotent producer's batch is a
@@ -69,15 +85,31 @@ func (e *DuplicateBatchError) Error() string {
 // Is makes errors.Is(err, ErrDuplicateSequence) true.
 func (e *DuplicateBatchError) Is(target error) bool { return target == ErrDuplicateSequence }
 
-// diskError classifies an error from a write-side syscall: ENOSPC becomes
-// ErrDiskFull (still matching syscall.ENOSPC), everything else is wrapped with
-// the operation for context.
+// diskError classifies an error from a file syscall (open, write,
+// fallocate, mmap, ...) and wraps it with the operation for context: ENOSPC
+// and EDQUOT become ErrDiskFull, EMFILE and ENFILE ErrTooManyOpenFiles,
+// ENOMEM ErrTooManyMappings; the errno still matches.
 func diskError(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return fmt.Errorf("%w: %s: %w", ErrDiskFull, op, err)
+	if kind := errorKind(err); kind != nil {
+		return fmt.Errorf("%w: %s: %w", kind, op, err)
 	}
 	return fmt.Errorf("storage: %s: %w", op, err)
+}
+
+// errorKind is the sentinel an errno maps to, or nil.
+func errorKind(err error) error {
+	switch {
+	case errors.Is(err, ErrDiskFull), errors.Is(err, ErrResourceLimit):
+		return nil // classified already
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		return ErrDiskFull
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return ErrTooManyOpenFiles
+	case errors.Is(err, syscall.ENOMEM):
+		return ErrTooManyMappings
+	}
+	return nil
 }

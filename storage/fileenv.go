@@ -55,7 +55,7 @@ func (e *fileEnv) allocate(f *os.File, offset, length int64, extend bool) error 
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
-		return fmt.Errorf("storage: open dir for sync: %w", err)
+		return diskError("open dir for sync", err)
 	}
 	defer d.Close()
 	if err := d.Sync(); err != nil {

@@ -14,9 +14,11 @@ const (
 	offsetIndexEntrySize = 8  // relative offset u32, position u32
 	timeIndexEntrySize   = 12 // timestamp i64, relative offset u32
 
-	// indexAllocChunk is how much of an index file is allocated on disk at a
-	// time while it grows (the file itself is preallocated sparse to its
-	// maximum size, as Kafka does).
+	// indexAllocChunk is the largest step in which an index file gets disk
+	// blocks while it grows (the file itself is preallocated sparse to its
+	// maximum size, as Kafka does); the step starts at a page and doubles
+	// with the allocated size, so that an idle partition's indexes hold a
+	// page each.
 	indexAllocChunk = 64 << 10
 )
 
@@ -28,6 +30,11 @@ const (
 // allocated in chunks ahead of the entries written (reserve), so writing an
 // entry through the mapping can never fault on ENOSPC. A read-only index
 // (inactive segment) is mapped over its trimmed file.
+//
+// No index keeps a descriptor open: the mapping outlives it, and the rare
+// operations that need one (reserve, once per chunk; trim, once per
+// segment) open the file for the call. A partition therefore holds one
+// descriptor, its active .log, however many segments it has.
 //
 // Concurrency: only the appender (holding Log.appendMu) writes entries and
 // calls reserve/trim/truncate; readers call lookups. The entry bytes are
@@ -41,7 +48,7 @@ type indexFile struct {
 
 	data      []byte       // the mapping; nil when empty/unmapped
 	count     atomic.Int64 // valid entries
-	file      *os.File     // kept open only while writable (reserve, sync, trim)
+	writable  bool         // mapped read-write for the appender (reserve, trim)
 	allocated int64        // bytes allocated on disk (writable only)
 }
 
@@ -58,7 +65,8 @@ func (x *indexFile) entry(i int64) []byte {
 }
 
 // openWritable maps the index read-write with room for maxBytes, keeping the
-// first entries entries. The file is created if missing.
+// first entries entries. The file is created if missing. The descriptor is
+// closed at once: the mapping outlives it.
 func (x *indexFile) openWritable(maxBytes int64, entries int64) error {
 	maxBytes = maxBytes / int64(x.entrySize) * int64(x.entrySize)
 	if min := (entries + 1) * int64(x.entrySize); maxBytes < min {
@@ -66,18 +74,17 @@ func (x *indexFile) openWritable(maxBytes int64, entries int64) error {
 	}
 	f, err := os.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("storage: open index: %w", err)
+		return diskError("open index", err)
 	}
+	defer f.Close()
 	if err := f.Truncate(maxBytes); err != nil {
-		f.Close()
 		return diskError("grow index "+x.path, err)
 	}
 	data, err := mmapFile(f, maxBytes, true)
 	if err != nil {
-		f.Close()
 		return err
 	}
-	x.file, x.data, x.allocated = f, data, entries*int64(x.entrySize)
+	x.data, x.writable, x.allocated = data, true, entries*int64(x.entrySize)
 	x.count.Store(entries)
 	return nil
 }
@@ -92,12 +99,12 @@ func (x *indexFile) openReadOnly() error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("storage: open index: %w", err)
+		return diskError("open index", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("storage: stat index: %w", err)
+		return diskError("stat index", err)
 	}
 	n := st.Size() / int64(x.entrySize)
 	data, err := mmapFile(f, n*int64(x.entrySize), false)
@@ -109,14 +116,21 @@ func (x *indexFile) openReadOnly() error {
 	return nil
 }
 
-// reserve makes sure disk blocks exist for n more entries.
+// reserve makes sure disk blocks exist for n more entries. It opens the
+// file for the fallocate: once per chunk, a few times per segment.
 func (x *indexFile) reserve(n int64) error {
 	need := (x.count.Load() + n) * int64(x.entrySize)
 	if need <= x.allocated {
 		return nil
 	}
-	target := min(int64(len(x.data)), (need+indexAllocChunk-1)/indexAllocChunk*indexAllocChunk)
-	if err := x.env.allocate(x.file, x.allocated, target-x.allocated, false); err != nil {
+	step := min(indexAllocChunk, max(pageSize, x.allocated))
+	target := min(int64(len(x.data)), (need+step-1)/step*step)
+	f, err := os.OpenFile(x.path, os.O_RDWR, 0)
+	if err != nil {
+		return diskError("open index", err)
+	}
+	defer f.Close()
+	if err := x.env.allocate(f, x.allocated, target-x.allocated, false); err != nil {
 		return err
 	}
 	x.allocated = target
@@ -126,28 +140,26 @@ func (x *indexFile) reserve(n int64) error {
 // publish makes entry i (already written) visible to readers.
 func (x *indexFile) publish(n int64) { x.count.Store(n) }
 
-// trim shrinks the file to its entries. The mapping stays (readers only
-// touch entries below count, which stay inside the file).
+// trim shrinks the file to its entries and ends the writable state. The
+// mapping stays (readers only touch entries below count, which stay inside
+// the file).
 func (x *indexFile) trim() error {
-	if x.file == nil {
+	if !x.writable {
 		return nil
 	}
+	x.writable = false
 	size := x.count.Load() * int64(x.entrySize)
-	if err := x.file.Truncate(size); err != nil {
-		return fmt.Errorf("storage: trim index %s: %w", x.path, err)
+	if err := os.Truncate(x.path, size); err != nil {
+		return diskError("trim index "+x.path, err)
 	}
 	x.allocated = min(x.allocated, size)
 	return nil
 }
 
-// close unmaps and closes. Must only run once no reader can touch data.
+// close unmaps. Must only run once no reader can touch data.
 func (x *indexFile) close() error {
 	err := munmap(x.data)
-	x.data = nil
-	if x.file != nil {
-		err = errors.Join(err, x.file.Close())
-		x.file = nil
-	}
+	x.data, x.writable = nil, false
 	return err
 }
 

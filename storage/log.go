@@ -36,9 +36,12 @@ type LogOptions struct {
 	// Fallocate reserves disk blocks (default: fallocate(2) mode 0). Tests
 	// replace it to inject ENOSPC or EOPNOTSUPP.
 	Fallocate func(f *os.File, offset, length int64) error
-	// MaxMappedSegments is how many inactive segments stay mapped for
-	// reading (least recently used are unmapped; default 4).
+	// MaxMappedSegments is how many inactive segments of the log stay
+	// mapped for reading (least recently used are unmapped; default 4).
 	MaxMappedSegments int
+	// mapCache, set by a Manager, bounds the mapped inactive segments of
+	// all its logs together; nil gives the log a cache of its own.
+	mapCache *mapCache
 	// RecoveryProgressEvery logs recovery progress every that many
 	// segments (default 1000).
 	RecoveryProgressEvery int
@@ -119,8 +122,8 @@ type SegmentInfo struct {
 // log sequential.
 //
 // Lock order: cleanMu -> flushMu -> appendMu -> segment.mu ->
-// {segment.maxTsMu, producerStateManager.mu, EpochCache.mu}; mappedMu is
-// taken alone.
+// {segment.maxTsMu, producerStateManager.mu, EpochCache.mu}; the map
+// cache's lock is taken alone.
 type Log struct {
 	dir    string
 	opts   LogOptions
@@ -172,10 +175,9 @@ type Log struct {
 	// Stored by the cleaner and lowered by truncation (with appendMu held).
 	cleanerOffset atomic.Int64
 
-	mappedMu sync.Mutex // guards the following
-	// mapped lists the inactive segments with a read mapping, least
-	// recently used first (at most opts.MaxMappedSegments).
-	mapped []*segment
+	// maps bounds the inactive segments with a read mapping (at most
+	// opts.MaxMappedSegments of this log, and the shared total).
+	maps *logMaps
 }
 
 // OpenLog opens (recovering if needed) or creates the log in dir.
@@ -186,7 +188,7 @@ func OpenLog(dir string, cfg LogConfig, st LogState, opts LogOptions) (*Log, err
 	}
 	opts = opts.withDefaults()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("storage: create log dir: %w", err)
+		return nil, diskError("create log dir", err)
 	}
 	l := &Log{
 		dir:       dir,
@@ -197,6 +199,10 @@ func OpenLog(dir string, cfg LogConfig, st LogState, opts LogOptions) (*Log, err
 		lastFlush: opts.Now(),
 	}
 	l.env = &fileEnv{fallocate: opts.Fallocate, logger: l.logger}
+	if opts.mapCache == nil {
+		opts.mapCache = newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegments)
+	}
+	l.maps = opts.mapCache.forLog()
 	l.env.indexInterval.Store(int64(cfg.IndexIntervalBytes))
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
@@ -569,64 +575,13 @@ func (l *Log) rollLocked(base int64, reason string, now time.Time) (*segment, er
 	next := make([]*segment, len(segs), len(segs)+1)
 	copy(next, segs)
 	l.setSegments(append(next, seg))
-	l.noteMapped(old)
+	l.maps.note(old)
 	if err := l.producers.writeSnapshot(l.logEndOffset.Load()); err != nil {
 		l.logger.Warn("storage: producer snapshot at roll failed", "err", err)
 	}
 	l.rollFlushPending, l.dirDirty = true, true
 	l.logger.Debug("storage: rolled segment", "base_offset", base, "reason", reason, "previous_size", old.size.Load())
 	return seg, nil
-}
-
-// noteMapped records that s holds a read mapping, evicting the least
-// recently used mapped segments beyond the limit.
-func (l *Log) noteMapped(s *segment) {
-	var victims []*segment
-	l.mappedMu.Lock()
-	l.mapped = removeSegment(l.mapped, s)
-	l.mapped = append(l.mapped, s)
-	for len(l.mapped) > l.opts.MaxMappedSegments {
-		victims = append(victims, l.mapped[0])
-		l.mapped = l.mapped[1:]
-	}
-	l.mappedMu.Unlock()
-	for _, v := range victims {
-		v.evict()
-	}
-}
-
-// touchMapped marks s recently used if it is in the mapped set.
-func (l *Log) touchMapped(s *segment) {
-	l.mappedMu.Lock()
-	defer l.mappedMu.Unlock()
-	if n := len(l.mapped); n > 0 && l.mapped[n-1] == s {
-		return
-	}
-	for i, m := range l.mapped {
-		if m == s {
-			copy(l.mapped[i:], l.mapped[i+1:])
-			l.mapped[len(l.mapped)-1] = s
-			return
-		}
-	}
-}
-
-// forgetMapped drops segments from the mapped set (retired or activated).
-func (l *Log) forgetMapped(segs ...*segment) {
-	l.mappedMu.Lock()
-	defer l.mappedMu.Unlock()
-	for _, s := range segs {
-		l.mapped = removeSegment(l.mapped, s)
-	}
-}
-
-func removeSegment(list []*segment, s *segment) []*segment {
-	for i, m := range list {
-		if m == s {
-			return append(list[:i:i], list[i+1:]...)
-		}
-	}
-	return list
 }
 
 // acquireSegment takes a read reference, registering a new mapping or
@@ -636,9 +591,9 @@ func (l *Log) acquireSegment(s *segment, last bool) (bool, error) {
 	ok, newly, err := s.acquire()
 	if ok {
 		if newly {
-			l.noteMapped(s)
+			l.maps.note(s)
 		} else if !last {
-			l.touchMapped(s)
+			l.maps.touch(s)
 		}
 	}
 	return ok, err
@@ -647,7 +602,7 @@ func (l *Log) acquireSegment(s *segment, last bool) (bool, error) {
 // retireLocked removes segments from service, deleting their files if del.
 // Must be called with appendMu held.
 func (l *Log) retireLocked(segs []*segment, del bool, reason string) error {
-	l.forgetMapped(segs...)
+	l.maps.forget(segs...)
 	var errs []error
 	for _, s := range segs {
 		if err := s.retire(del); err != nil {

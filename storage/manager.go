@@ -41,6 +41,16 @@ type ManagerOptions struct {
 	Fallocate                func(f *os.File, offset, length int64) error
 	MaxMappedSegments        int
 	CleanerDedupeBufferBytes int64
+	// MaxMappedSegmentsTotal bounds the inactive segments mapped for
+	// reading across all logs (default 1024, three memory mappings each),
+	// so that the map count stays within vm.max_map_count however many
+	// partitions are read from their old segments.
+	MaxMappedSegmentsTotal int
+	// ResourceLimits reads the kernel limits that NewManager, and Open as
+	// partitions grow, compare with what the partitions need (default
+	// SystemResourceLimits, which first raises the soft open-file limit to
+	// the hard one).
+	ResourceLimits func() (lim ResourceLimits, raisedFrom uint64, err error)
 
 	// newTicker replaces time.NewTicker in tests.
 	newTicker func(d time.Duration) (<-chan time.Time, func())
@@ -68,6 +78,15 @@ func (o ManagerOptions) withDefaults() ManagerOptions {
 	if o.LogCleanerBackoff <= 0 {
 		o.LogCleanerBackoff = 15 * time.Second
 	}
+	if o.MaxMappedSegments <= 0 {
+		o.MaxMappedSegments = LogOptions{}.withDefaults().MaxMappedSegments
+	}
+	if o.MaxMappedSegmentsTotal <= 0 {
+		o.MaxMappedSegmentsTotal = defaultMaxMappedSegmentsTotal
+	}
+	if o.ResourceLimits == nil {
+		o.ResourceLimits = SystemResourceLimits
+	}
 	if o.newTicker == nil {
 		o.newTicker = func(d time.Duration) (<-chan time.Time, func()) {
 			t := time.NewTicker(d)
@@ -76,6 +95,10 @@ func (o ManagerOptions) withDefaults() ManagerOptions {
 	}
 	return o
 }
+
+// defaultMaxMappedSegmentsTotal is ManagerOptions.MaxMappedSegmentsTotal's
+// default: 3,072 mappings, a twentieth of the usual vm.max_map_count.
+const defaultMaxMappedSegmentsTotal = 1024
 
 // PartitionDir is a partition directory found in a log dir at startup.
 type PartitionDir struct {
@@ -97,6 +120,9 @@ type dirState struct {
 	// recoveryUnknown: the recovery point checkpoint was unreadable, so
 	// every log of the dir is fully recovered.
 	recoveryUnknown bool
+	// failure, guarded by Manager.mu, is the I/O error that took the dir
+	// offline (nil while online).
+	failure error
 }
 
 // managedLog is an open log and the log dir holding it.
@@ -119,6 +145,7 @@ type Manager struct {
 	opts   ManagerOptions
 	logger *slog.Logger
 	dirs   []*dirState
+	maps   *mapCache // shared by every log
 
 	openMu       sync.Mutex
 	checkpointMu sync.Mutex // serialises checkpoint file writes
@@ -127,7 +154,16 @@ type Manager struct {
 	logs   map[TopicPartition]*managedLog
 	onDisk map[TopicPartition]PartitionDir // found at startup, not open
 	found  []PartitionDir                  // everything found at startup
-	closed bool
+	// offline lists the partitions whose log could not be opened
+	// (health.go); offlineReportAt is the count at which the next one is
+	// logged.
+	offline         map[TopicPartition]*OfflineLog
+	offlineReportAt int
+	// limits are the kernel limits as last read; limitCheckAt is the
+	// partition count at which Open checks them again.
+	limits       ResourceLimits
+	limitCheckAt int
+	closed       bool
 	// stopping is set by Close before it stops the loop; Run does not
 	// start once it is set.
 	stopping bool
@@ -151,7 +187,9 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 		opts: opts, logger: opts.Logger,
 		logs: map[TopicPartition]*managedLog{}, onDisk: map[TopicPartition]PartitionDir{},
 		stop: make(chan struct{}), done: make(chan struct{}),
+		maps: newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegmentsTotal),
 	}
+	m.offline = map[TopicPartition]*OfflineLog{}
 	for _, d := range dirs {
 		ds, err := m.loadDir(d)
 		if err != nil {
@@ -162,6 +200,7 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 			return nil, err
 		}
 	}
+	m.checkLimits(len(m.found), true)
 	return m, nil
 }
 
@@ -171,7 +210,7 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 // default to 0 (the log start is then the first segment).
 func (m *Manager) loadDir(path string) (*dirState, error) {
 	if err := os.MkdirAll(path, 0o755); err != nil {
-		return nil, fmt.Errorf("storage: create log dir: %w", err)
+		return nil, diskError("create log dir", err)
 	}
 	ds := &dirState{path: path}
 	read := func(name string) map[TopicPartition]int64 {
@@ -237,7 +276,7 @@ func parsePartitionDirName(name string) (TopicPartition, bool) {
 func (m *Manager) scanPartitions(ds *dirState) error {
 	des, err := os.ReadDir(ds.path)
 	if err != nil {
-		return fmt.Errorf("storage: list log dir: %w", err)
+		return diskError("list log dir", err)
 	}
 	for _, de := range des {
 		if !de.IsDir() {
@@ -315,11 +354,13 @@ func (m *Manager) All() []*Log {
 }
 
 // Open returns the log of tp, opening it from disk (with recovery) or
-// creating it in the log dir holding the fewest partitions. A new log gets
-// a partition.metadata file with topicID (unless zero); an existing one
-// whose file names another topic id fails with ErrInconsistentTopicID (a
-// stale log of a deleted topic of the same name). Opening an open log
-// applies cfg and returns it.
+// creating it in the online log dir holding the fewest partitions. A new
+// log gets a partition.metadata file with topicID (unless zero); an
+// existing one whose file names another topic id fails with
+// ErrInconsistentTopicID (a stale log of a deleted topic of the same name).
+// Opening an open log applies cfg and returns it. A failure leaves the
+// partition offline with its reason (OfflineLogs) until an Open succeeds;
+// an I/O error takes its log dir offline (ErrLogDirOffline from then on).
 func (m *Manager) Open(tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log, error) {
 	m.openMu.Lock()
 	defer m.openMu.Unlock()
@@ -336,28 +377,50 @@ func (m *Manager) Open(tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log
 		return ml.log, ml.log.UpdateConfig(cfg)
 	}
 	ds, dir := m.placeLocked(tp)
+	failure := ds.failure
 	m.mu.Unlock()
-
-	id, err := m.ensurePartitionMetadata(dir, topicID)
+	l, id, err := m.openIn(ds, dir, failure, tp, topicID, cfg)
 	if err != nil {
-		return nil, err
-	}
-	l, err := OpenLog(dir, cfg, m.stateFor(ds, tp), m.logOptions())
-	if err != nil {
+		m.noteOpenFailure(tp, ds, dir, err)
 		return nil, err
 	}
 	m.mu.Lock()
 	m.logs[tp] = &managedLog{log: l, dir: ds, id: id}
 	delete(m.onDisk, tp)
 	m.mu.Unlock()
+	m.noteOpened(tp)
+	m.maybeCheckLimits()
 	return l, nil
+}
+
+// openIn opens or creates tp's log in dir of ds, unless ds is offline.
+func (m *Manager) openIn(ds *dirState, dir string, failure error, tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log, [16]byte, error) {
+	if failure != nil {
+		return nil, topicID, fmt.Errorf("%w: %s (%w)", ErrLogDirOffline, ds.path, failure)
+	}
+	id, err := m.ensurePartitionMetadata(dir, topicID)
+	if err != nil {
+		return nil, id, err
+	}
+	l, err := OpenLog(dir, cfg, m.stateFor(ds, tp), m.logOptions())
+	return l, id, err
 }
 
 func sameTopicID(a, b [16]byte) bool { return a == b || a == [16]byte{} || b == [16]byte{} }
 
-// placeLocked picks the dir of tp: where it is on disk, else the log dir
-// with the fewest partitions. Must be called with mu held.
+// placeLocked picks the dir of tp: where it is on disk or last failed to
+// open, else the online log dir with the fewest partitions (an offline one
+// if none is online).
+// Must be called with mu held.
 func (m *Manager) placeLocked(tp TopicPartition) (*dirState, string) {
+	if o, ok := m.offline[tp]; ok {
+		// Where it failed (its dir may exist there): never a second copy.
+		for _, ds := range m.dirs {
+			if ds.path == o.LogDir {
+				return ds, o.Dir
+			}
+		}
+	}
 	if pd, ok := m.onDisk[tp]; ok {
 		for _, ds := range m.dirs {
 			if filepath.Dir(pd.Dir) == filepath.Clean(ds.path) {
@@ -378,7 +441,7 @@ func (m *Manager) placeLocked(tp TopicPartition) (*dirState, string) {
 	}
 	best := m.dirs[0]
 	for _, ds := range m.dirs[1:] {
-		if count[ds] < count[best] {
+		if (best.failure != nil && ds.failure == nil) || (count[ds] < count[best] && (ds.failure == nil) == (best.failure == nil)) {
 			best = ds
 		}
 	}
@@ -403,14 +466,14 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 
 func (m *Manager) logOptions() LogOptions {
 	return LogOptions{Now: m.opts.Now, Logger: m.logger, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
-		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes}
+		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps}
 }
 
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
 // returns the topic id in force.
 func (m *Manager) ensurePartitionMetadata(dir string, topicID [16]byte) ([16]byte, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return topicID, fmt.Errorf("storage: create partition dir: %w", err)
+		return topicID, diskError("create partition dir", err)
 	}
 	have, err := readPartitionMetadata(dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -462,8 +525,10 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	m.mu.Lock()
 	ml, open := m.logs[tp]
 	pd, onDisk := m.onDisk[tp]
+	off, offline := m.offline[tp]
 	delete(m.logs, tp)
 	delete(m.onDisk, tp)
+	delete(m.offline, tp)
 	m.found = removePartitionDir(m.found, tp)
 	for _, ds := range m.dirs {
 		delete(ds.recoveryPoints, tp)
@@ -482,6 +547,11 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		}
 	case onDisk:
 		dir = pd.Dir
+	case offline:
+		dir = off.Dir // a new log that failed to open may have left its dir
+		if _, err := os.Stat(dir); err != nil {
+			return nil
+		}
 	default:
 		return nil
 	}

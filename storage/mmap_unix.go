@@ -32,7 +32,7 @@ func mmapFile(f *os.File, length int64, writable bool) ([]byte, error) {
 	}
 	b, err := unix.Mmap(int(f.Fd()), 0, int(length), prot, unix.MAP_SHARED)
 	if err != nil {
-		return nil, fmt.Errorf("storage: mmap %s (%d bytes): %w", f.Name(), length, err)
+		return nil, diskError(fmt.Sprintf("mmap %s (%d bytes)", f.Name(), length), err)
 	}
 	return b, nil
 }

@@ -424,7 +424,7 @@ func (m *producerStateManager) loadLatestSnapshot(upTo int64) (int64, error) {
 		}
 		data, err := os.ReadFile(m.snapshotPath(offs[i]))
 		if err != nil {
-			return -1, fmt.Errorf("storage: read producer snapshot: %w", err)
+			return -1, diskError("read producer snapshot", err)
 		}
 		entries, err := decodeSnapshot(data)
 		if err != nil {

@@ -48,7 +48,7 @@ func (l *Log) scanDirLocked() ([]int64, error) {
 	}
 	des, err := os.ReadDir(l.dir)
 	if err != nil {
-		return nil, fmt.Errorf("storage: list log dir: %w", err)
+		return nil, diskError("list log dir", err)
 	}
 	logs := map[int64]bool{}
 	for _, de := range des {
@@ -92,7 +92,7 @@ func (l *Log) scanDirLocked() ([]int64, error) {
 func (l *Log) completeSwapsLocked() error {
 	des, err := os.ReadDir(l.dir)
 	if err != nil {
-		return fmt.Errorf("storage: list log dir: %w", err)
+		return diskError("list log dir", err)
 	}
 	var logs, swaps []int64
 	for _, de := range des {
@@ -167,12 +167,12 @@ func (l *Log) completeSwapLocked(base int64, logs []int64) error {
 func swapNextOffset(path string, base int64) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("storage: open swap file: %w", err)
+		return 0, diskError("open swap file", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return 0, fmt.Errorf("storage: stat swap file: %w", err)
+		return 0, diskError("stat swap file", err)
 	}
 	if st.Size() == 0 {
 		return base, nil
@@ -364,12 +364,12 @@ func (b *indexBuilder) write(s *segment) error {
 func (l *Log) recoverSegment(s *segment, nextBase int64) (keepLater bool, err error) {
 	f, err := os.OpenFile(s.logPath(), os.O_RDWR, 0)
 	if err != nil {
-		return false, fmt.Errorf("storage: open segment for recovery: %w", err)
+		return false, diskError("open segment for recovery", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return false, fmt.Errorf("storage: stat segment: %w", err)
+		return false, diskError("stat segment", err)
 	}
 	fileSize := st.Size()
 	data, err := mmapFile(f, fileSize, false)
@@ -389,10 +389,10 @@ func (l *Log) recoverSegment(s *segment, nextBase int64) (keepLater bool, err er
 				"at_byte", valid, "dropped_bytes", fileSize-valid, "reason", reason)
 		}
 		if err := f.Truncate(valid); err != nil {
-			return false, fmt.Errorf("storage: truncate segment: %w", err)
+			return false, diskError("truncate segment", err)
 		}
 		if err := f.Sync(); err != nil {
-			return false, fmt.Errorf("storage: sync segment: %w", err)
+			return false, diskError("sync segment", err)
 		}
 	}
 	if err := b.write(s); err != nil {
@@ -449,7 +449,7 @@ func allZero(b []byte) bool {
 func (l *Log) sanityCheck(s *segment, last bool, nextBase int64) error {
 	f, err := os.Open(s.logPath())
 	if err != nil {
-		return fmt.Errorf("storage: open segment: %w", err)
+		return diskError("open segment", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
@@ -516,7 +516,7 @@ func lastIndexEntry(s *segment, f *os.File, logSize int64) (indexEntry, error) {
 		return ie, fmt.Errorf("%w: last entry position %d beyond log of %d bytes", ErrCorruptIndex, ie.Position, logSize)
 	}
 	if _, err := f.ReadAt(hdr[:], ie.Position); err != nil {
-		return ie, fmt.Errorf("storage: read segment: %w", err)
+		return ie, diskError("read segment", err)
 	}
 	h, _ := record.ParseBatchHeader(hdr[:])
 	if h.Magic != 2 || h.LastOffset() != ie.Offset || ie.Position+int64(h.Size()) > logSize {
@@ -551,7 +551,7 @@ func lastTimeEntry(s *segment, nextBase int64) (timeEntry, error) {
 func readAt(path string, b []byte, off int64) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("storage: open: %w", err)
+		return diskError("open", err)
 	}
 	defer f.Close()
 	if _, err := f.ReadAt(b, off); err != nil {
@@ -566,7 +566,7 @@ func readAt(path string, b []byte, off int64) error {
 func checkTail(s *segment, f *os.File, pos, size int64) error {
 	tail := make([]byte, size-pos)
 	if _, err := f.ReadAt(tail, pos); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("storage: read segment tail: %w", err)
+		return diskError("read segment tail", err)
 	}
 	it := record.VerifiedBatches(tail)
 	next := s.baseOffset
@@ -592,6 +592,9 @@ func checkTail(s *segment, f *os.File, pos, size int64) error {
 func (l *Log) loadEpochCacheLocked() error {
 	c, err := loadEpochCache(l.dir, l.logEndOffset.Load)
 	l.epochs = c
+	if errorKind(err) == ErrTooManyOpenFiles {
+		return diskError("read leader epoch checkpoint", err) // not corrupt: unreadable now
+	}
 	_, statErr := os.Stat(c.path)
 	missing := errors.Is(statErr, os.ErrNotExist)
 	if err != nil || (missing && l.logEndOffset.Load() > l.logStartOffset.Load()) {

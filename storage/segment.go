@@ -37,9 +37,11 @@ func segmentFileName(dir string, base int64, suffix string) string {
 // segment.bytes rounded to a page) so the mapping never moves while the
 // file grows by fallocate chunks under it; appends go into the file (large
 // ones by write(2), small ones copied into the mapping: the same page-cache
-// pages either way) and then publish the new size. An inactive segment is mapped read-only on the
-// first read and unmapped when the log evicts it (Log.mapped keeps only a few
-// mapped) or is retired.
+// pages either way) and then publish the new size. Only the active .log
+// keeps a descriptor open. An inactive segment holds none: it is mapped
+// read-only on the first read (its files opened for the mmap and closed at
+// once) and unmapped when the map cache evicts it (mapcache.go keeps only a
+// few mapped, per log and in total) or it is retired.
 //
 // References. Every reader holds a reference (acquire/release) while it
 // uses the mapping, including slices handed out by Log.Read until their
@@ -50,7 +52,8 @@ func segmentFileName(dir string, base int64, suffix string) string {
 //
 // Locking. Fields under "appender" are touched only with Log.appendMu held.
 // mu guards the mapping state and references; it is never held while
-// taking Log.appendMu or Log.mappedMu. maxTsMu guards the largest timestamp.
+// taking Log.appendMu or the map cache's lock. maxTsMu guards the largest
+// timestamp.
 type segment struct {
 	baseOffset int64
 	dir        string
@@ -82,7 +85,7 @@ type segment struct {
 	bytesSinceIndex int64     // log bytes appended since the last index entry
 	allocated       int64     // bytes of .log allocated on disk (active only)
 	populated       int64     // mapped pages below this are present (active only; see write)
-	chunk           int64     // fallocate growth step (active only)
+	chunk           int64     // largest fallocate growth step (active only; see growStep)
 
 	// flushedSize is how many bytes of .log are known to be on disk; the
 	// flusher starts msync there.
@@ -162,7 +165,7 @@ func createSegment(dir string, base int64, p segmentParams, env *fileEnv, now ti
 		s.removeFiles()
 		return nil, err
 	}
-	if err := s.reserveLog(min(p.chunk, p.capacity)); err != nil {
+	if err := s.reserveLog(min(p.chunk, minPreallocate, p.capacity)); err != nil {
 		s.mu.Lock()
 		s.freeLocked()
 		s.mu.Unlock()
@@ -182,12 +185,12 @@ func (s *segment) activate(p segmentParams) error {
 	s.freeLocked()
 	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return fmt.Errorf("storage: open segment: %w", err)
+		return diskError("open segment", err)
 	}
 	st, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return fmt.Errorf("storage: stat segment: %w", err)
+		return diskError("stat segment", err)
 	}
 	size := s.size.Load()
 	capacity := roundUpToPage(max(p.capacity, size, 1))
@@ -226,7 +229,7 @@ func indexEntriesOnDisk(s *segment) (int64, int64, error) {
 			return 0, nil
 		}
 		if err != nil {
-			return 0, fmt.Errorf("storage: stat index: %w", err)
+			return 0, diskError("stat index", err)
 		}
 		return st.Size() / int64(size), nil
 	}
@@ -256,9 +259,7 @@ func (s *segment) deactivate() error {
 	s.openFile.Store(nil)
 	err := s.file.Truncate(s.size.Load())
 	err = errors.Join(err, s.index.trim(), s.timeIndex.trim(), s.file.Close())
-	s.index.file.Close()
-	s.timeIndex.file.Close()
-	s.file, s.index.file, s.timeIndex.file = nil, nil, nil
+	s.file = nil
 	s.active = false
 	s.allocated = 0
 	if err != nil {
@@ -267,6 +268,16 @@ func (s *segment) deactivate() error {
 	return nil
 }
 
+// minPreallocate is the first fallocate step of a .log (see growStep).
+const minPreallocate = 64 << 10
+
+// growStep is the next fallocate step of the .log: it doubles with the
+// allocated size from minPreallocate up to the chunk, so that an idle or
+// small segment reserves little disk (10,000 idle partitions must not
+// reserve 10,000 chunks) while a busy one soon grows a chunk at a time.
+// Appender only.
+func (s *segment) growStep() int64 { return min(s.chunk, max(minPreallocate, s.allocated)) }
+
 // reserveLog makes sure disk blocks exist for n more bytes of .log.
 // Appender only.
 func (s *segment) reserveLog(n int64) error {
@@ -274,7 +285,8 @@ func (s *segment) reserveLog(n int64) error {
 	if need <= s.allocated {
 		return nil
 	}
-	target := min(s.capacity, (need+s.chunk-1)/s.chunk*s.chunk)
+	step := s.growStep()
+	target := min(s.capacity, (need+step-1)/step*step)
 	if err := s.env.allocate(s.file, s.allocated, target-s.allocated, true); err != nil {
 		return err
 	}
@@ -303,14 +315,16 @@ func (s *segment) reserve(n int64, batches int) error {
 const writeThreshold = 8 << 10
 
 // populateStep is how far ahead of a small append the mapping's pages are
-// made present in one madvise call.
+// made present in one madvise call, at most: the step is the segment's
+// size so far (at least a page), so that a partition with a few records
+// holds a few pages, not a megabyte of resident, dirty zeros.
 const populateStep = 1 << 20
 
 // write puts buf at pos in the segment's file: large appends with
 // write(2), small ones copied into the mapping, whose pages are populated
-// ahead in populateStep bites (MADV_POPULATE_WRITE, Linux 5.14+; best
-// effort). The mapping and the file share the page cache either way.
-// Appender only.
+// ahead in bites that double up to populateStep (MADV_POPULATE_WRITE,
+// Linux 5.14+; best effort). The mapping and the file share the page cache
+// either way. Appender only.
 func (s *segment) write(buf []byte, pos int64) error {
 	end := pos + int64(len(buf))
 	if len(buf) >= writeThreshold {
@@ -321,7 +335,8 @@ func (s *segment) write(buf []byte, pos int64) error {
 	}
 	if end > s.populated {
 		from := max(s.populated, pos/pageSize*pageSize)
-		to := min(roundUpToPage(end+populateStep), s.allocated, int64(len(s.data)))
+		ahead := min(populateStep, max(pageSize, end))
+		to := min(roundUpToPage(end+ahead), s.allocated, int64(len(s.data)))
 		if to > from {
 			unix.Madvise(s.data[from:to], unix.MADV_POPULATE_WRITE)
 			s.populated = to
@@ -449,7 +464,7 @@ func (s *segment) mapReadOnlyLocked() error {
 	if size > 0 {
 		f, err := os.Open(s.logPath())
 		if err != nil {
-			return fmt.Errorf("storage: open segment: %w", err)
+			return diskError("open segment", err)
 		}
 		data, err := mmapFile(f, size, false)
 		f.Close()

@@ -56,7 +56,7 @@ func (l *Log) TruncateTo(offset int64) error {
 // truncateSegmentLocked cuts s at offset, making it the active segment, and
 // returns the new log end offset. Must be called with appendMu held.
 func (l *Log) truncateSegmentLocked(s *segment, offset int64) (int64, error) {
-	l.forgetMapped(s)
+	l.maps.forget(s)
 	s.beginExclusive()
 	defer s.endExclusive()
 	if !s.isActive() {
