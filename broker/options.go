@@ -47,6 +47,7 @@ func (b *Broker) replicaOptions() replication.ManagerOptions {
 			Backoff:           b.cfg.ReplicaFetchBackoff,
 			LeaderAddr:        b.interBrokerAddr,
 			BrokerEpoch:       func() int64 { return b.ctrl.BrokerEpoch() },
+			Security:          b.sec.interBroker,
 		},
 		Now:    b.now,
 		Logger: b.logger.With("component", "replication"),
