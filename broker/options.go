@@ -13,6 +13,7 @@ import (
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/replication/controller"
+	"github.com/kbroker/kbroker/security/session"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -106,12 +107,22 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 func (b *Broker) registration() controller.BrokerRegistration {
 	var eps []controller.Endpoint
 	for _, l := range b.advertisedListeners() {
-		eps = append(eps, controller.Endpoint{Name: l.Name, Host: l.Host, Port: l.Port})
+		eps = append(eps, controller.Endpoint{Name: l.Name, Host: l.Host, Port: l.Port, SecurityProtocol: b.protocolCode(l.Name)})
 	}
 	if cl, ok := b.cfg.ControllerListener(); ok {
-		eps = append(eps, controller.Endpoint{Name: cl.Name, Host: cl.Host, Port: cl.Port})
+		eps = append(eps, controller.Endpoint{Name: cl.Name, Host: cl.Host, Port: cl.Port, SecurityProtocol: b.protocolCode(cl.Name)})
 	}
 	return controller.BrokerRegistration{Listeners: eps, Rack: b.cfg.BrokerRack}
+}
+
+// protocolCode is a listener's security protocol as BrokerRegistration
+// carries it (Kafka's SecurityProtocol ids).
+func (b *Broker) protocolCode(listener string) int16 {
+	p, err := session.ParseProtocol(b.cfg.ListenerProtocol(listener))
+	if err != nil {
+		return 0
+	}
+	return map[session.Protocol]int16{session.Plaintext: 0, session.SSL: 1, session.SASLPlaintext: 2, session.SASLSSL: 3}[p]
 }
 
 // advertisedListeners are the configured advertised listeners, with the
