@@ -20,7 +20,7 @@ SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPl
 	FuzzExchange:./security/sasl/scram FuzzClientMessage:./security/sasl/oauthbearer FuzzDecrypt:./security/pkcs8 \
 	FuzzSaslRequests:./security/session
 
-.PHONY: all build run test unit compat fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
+.PHONY: all build run test unit compat compat-kgo-secure fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -49,6 +49,14 @@ unit: build
 # Compat tests only, against a live cluster: make compat KBROKER_SEEDS=host:port,...
 compat: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_SEEDS=$(KBROKER_SEEDS) $(GO) test -count=1 -timeout 20m ./compat-tests/
+
+# franz-go's pkg/kgo suite (from the module cache) over TLS with a client
+# certificate, with its SCRAM and OAuth tests on SASL_PLAINTEXT, against 3
+# brokers that replicate over SCRAM-SHA-512 on TLS; prints pass/fail/skip
+# counts. Minutes. KBROKER_KGO_RUN=regexp picks tests.
+compat-kgo-secure: build
+	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_KGO_SECURE=1 KBROKER_KGO_RUN='$(KBROKER_KGO_RUN)' \
+		$(GO) test -count=1 -v -timeout 45m -run '^TestKgoSuiteSecure$$' ./compat-tests/
 
 # The fault-injection suite (compat-tests/chaos): every nemesis, minutes.
 # Replay a run with CHAOS_SEED=N (the seed each scenario prints); pick tests
