@@ -32,7 +32,7 @@ type testPKI struct {
 	broker, client tls.Certificate
 }
 
-func newTestPKI(t *testing.T) *testPKI {
+func newTestPKI(t testing.TB) *testPKI {
 	t.Helper()
 	now := time.Now()
 	ca, err := devca.NewCA("test-ca", now, time.Hour, nil)
