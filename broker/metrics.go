@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/console"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/security/acl"
@@ -118,8 +119,8 @@ func (m *metrics) onISRChange(_ *replication.Partition, shrink bool) {
 	}
 }
 
-// serveMetrics runs /metrics, /healthz and /readyz on metrics.listen until
-// ctx ends. An empty address disables it.
+// serveMetrics runs /metrics, /healthz, /readyz and the console (/ui) on
+// metrics.listen until ctx ends. An empty address disables it.
 func (b *Broker) serveMetrics(addr string) error {
 	if addr == "" {
 		return nil
@@ -141,10 +142,16 @@ func (b *Broker) serveMetrics(addr string) error {
 		w.Write([]byte("ready\n"))
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	closeConsole := func() {}
+	if b.cfg.ConsoleEnable && b.cfg.HasRole("broker") { // the read-only web console at /ui
+		closeConsole = console.Mount(mux, console.Options{ClientAddr: b.cfg.ClientListener().Address(),
+			Gatherer: b.metrics.reg, NodeID: b.cfg.NodeID, Logger: b.logger})
+	}
 	b.httpServer = srv
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
+		defer closeConsole()
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			b.logger.Error("metrics listener stopped", "err", err)
 		}

@@ -157,6 +157,7 @@ type Config struct {
 	MaxConnections        int32         // max.connections
 	QueuedMaxRequests     int32         // queued.max.requests
 	MetricsListen         string        // metrics.listen (host:port); empty = no metrics endpoint
+	ConsoleEnable         bool          // console.enable: the web console at /ui on metrics.listen
 	LogFormat             string        // log.format: text, json (flag alias --log-format)
 	LogLevel              string        // log.level: debug, info, warn, error (flag alias --log-level)
 

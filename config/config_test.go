@@ -85,6 +85,7 @@ func TestDefaults(t *testing.T) {
 		{"TransactionMaxTimeout", c.TransactionMaxTimeout, 15 * time.Minute},
 		{"TransactionalIDExpiration", c.TransactionalIDExpiration, 7 * 24 * time.Hour},
 		{"MetricsListen", c.MetricsListen, "127.0.0.1:9644"},
+		{"ConsoleEnable", c.ConsoleEnable, true},
 		{"LogFormat", c.LogFormat, "text"},
 		{"LogLevel", c.LogLevel, "info"},
 		{"ConnectionsMaxIdle", c.ConnectionsMaxIdle, 10 * time.Minute},

@@ -468,6 +468,9 @@ var keyTable = []Key{
 	{Name: "metrics.listen", Type: TypeString, Default: "127.0.0.1:9644", check: hostPortOrEmpty,
 		field: func(c *Config) any { return &c.MetricsListen },
 		Doc:   "host:port of the Prometheus /metrics endpoint; empty disables it (kbroker key)."},
+	{Name: "console.enable", Type: TypeBoolean, Default: "true",
+		field: func(c *Config) any { return &c.ConsoleEnable },
+		Doc:   "Serve the read-only web console at /ui on metrics.listen (kbroker key)."},
 	// Security.
 	{Name: "security.inter.broker.protocol", Type: TypeString, Default: "PLAINTEXT",
 		check: oneOf(securityProtocols...),

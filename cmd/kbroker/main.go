@@ -6,11 +6,14 @@
 //	kbroker version              print the version
 //	kbroker plan [flags]         estimate brokers, storage and partitions for a workload
 //	kbroker demo [scenario...]   acks, min.insync.replicas and unclean election on a throw-away cluster
+//	kbroker topic|group|cluster|produce|consume|reassign ...   operate a cluster (admin.go)
 //	kbroker format --add-scram   SCRAM credentials of the first admin, before the cluster first starts
 //	kbroker dev-certs --dir D    a development CA and broker/client certificates (PEM stores)
 //
 // Exit status: 0 after a clean shutdown, 1 if the broker failed, 2 for bad
-// flags or configuration.
+// flags or configuration. The operator's commands: 0 on success, 1 when the
+// operation failed (or cluster health found the cluster unhealthy), 2 for
+// bad input.
 package main
 
 import (
@@ -25,6 +28,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kbroker/kbroker/broker"
+	"github.com/kbroker/kbroker/cli"
 	"github.com/kbroker/kbroker/config"
 )
 
@@ -72,9 +76,12 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	err := root.ExecuteContext(ctx)
 	var cfgErr *configError
 	var runErr *runError
+	var exited *cli.ExitError // printed already (the operator's commands)
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &exited):
+		return exited.ExitCode()
 	case errors.As(err, &runErr):
 		return exitFailure
 	case errors.As(err, &cfgErr):
@@ -99,8 +106,9 @@ func (a *app) rootCmd() *cobra.Command {
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	// One file per subcommand: serve.go, version.go, plan.go, demo.go,
-	// format.go, devcerts.go.
+	// admin.go (the operator's commands), format.go, devcerts.go.
 	root.AddCommand(a.serveCmd(), a.versionCmd(), a.planCmd(), a.demoCmd(), a.formatCmd(), a.devCertsCmd())
+	root.AddCommand(a.adminCmds()...)
 	return root
 }
 

@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// result is one in-process run of an admin command.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// kb runs kbroker's admin commands in process, as the binary's root does.
+func kb(t *testing.T, env []string, stdin string, args ...string) result {
+	t.Helper()
+	root := &cobra.Command{Use: "kbroker", SilenceErrors: true, SilenceUsage: true}
+	root.AddCommand(Commands(append([]string{"HOME=" + t.TempDir()}, env...))...)
+	var out, errOut bytes.Buffer
+	root.SetArgs(args)
+	root.SetIn(strings.NewReader(stdin))
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
+	res := result{stdout: out.String(), stderr: errOut.String()}
+	var exit *ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit):
+		res.code = exit.Code
+	default:
+		t.Fatalf("kbroker %v: error outside ExitError: %v", args, err)
+	}
+	return res
+}
+
+// ok runs a command that must succeed and decodes its JSON output into v.
+func ok(t *testing.T, v any, env []string, stdin string, args ...string) result {
+	t.Helper()
+	res := kb(t, env, stdin, append(args, "--format", "json")...)
+	if res.code != 0 {
+		t.Fatalf("kbroker %v: exit %d\nstderr: %s", args, res.code, res.stderr)
+	}
+	if v != nil {
+		if err := json.Unmarshal([]byte(res.stdout), v); err != nil {
+			t.Fatalf("kbroker %v: output is not JSON (%v):\n%s", args, err, res.stdout)
+		}
+	}
+	return res
+}
+
+// The CLI against franz-go's kfake, another Kafka implementation: so it is
+// not tied to kbroker's answers. Over SASL/SCRAM, which kfake serves.
+func TestCLIAgainstKfake(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", "admin", "s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	env := []string{"KBROKER_BROKERS=" + strings.Join(c.ListenAddrs(), ",")}
+	sasl := []string{"-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=SCRAM-SHA-256",
+		"-X", "sasl.username=admin", "-X", "sasl.password=s3cret"}
+	run := func(v any, stdin string, args ...string) result {
+		t.Helper()
+		return ok(t, v, env, stdin, append(args, sasl...)...)
+	}
+
+	var info struct {
+		Brokers []struct{ ID int32 } `json:"brokers"`
+	}
+	run(&info, "", "cluster", "info")
+	if len(info.Brokers) != 3 {
+		t.Fatalf("cluster info lists %d brokers, want 3", len(info.Brokers))
+	}
+	run(nil, "", "topic", "create", "events", "-p", "4", "-r", "3", "-c", "retention.ms=3600000")
+	var topic struct {
+		Partitions []struct {
+			ISR           []int32 `json:"isr"`
+			HighWatermark int64   `json:"high_watermark"`
+		} `json:"partitions"`
+		Configs []struct{ Name, Value, Source string } `json:"configs"`
+	}
+	run(nil, "a:one\nb:two\nc:three\n", "produce", "events", "-K", ":")
+	run(&topic, "", "topic", "describe", "events")
+	var total int64
+	for _, p := range topic.Partitions {
+		total += p.HighWatermark
+		if len(p.ISR) != 3 {
+			t.Errorf("partition ISR %v, want 3 replicas", p.ISR)
+		}
+	}
+	if len(topic.Partitions) != 4 || total != 3 {
+		t.Fatalf("describe: %d partitions holding %d records, want 4 and 3", len(topic.Partitions), total)
+	}
+	res := run(nil, "", "consume", "events", "--to", "end")
+	var values []string
+	for _, line := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
+		var r struct{ Key, Value string }
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("consume line %q: %v", line, err)
+		}
+		values = append(values, r.Key+"="+r.Value)
+	}
+	if got := strings.Join(slices.Sorted(slices.Values(values)), " "); got != "a=one b=two c=three" {
+		t.Fatalf("consumed %q", got)
+	}
+	commitGroup(t, c.ListenAddrs(), "auditors", "events")
+	var group struct {
+		State    string `json:"state"`
+		TotalLag int64  `json:"total_lag"`
+	}
+	run(&group, "", "group", "describe", "auditors")
+	if group.TotalLag != 0 {
+		t.Fatalf("group after consuming everything: lag %d, want 0", group.TotalLag)
+	}
+	run(nil, "", "group", "seek", "auditors", "--to", "earliest")
+	run(&group, "", "group", "describe", "auditors")
+	if group.TotalLag != 3 {
+		t.Fatalf("group after seek to earliest: lag %d, want 3", group.TotalLag)
+	}
+	var health struct{ Healthy bool }
+	run(&health, "", "cluster", "health")
+	if !health.Healthy {
+		t.Fatal("kfake cluster reported unhealthy")
+	}
+	run(nil, "", "topic", "delete", "events")
+	if res := kb(t, env, "", append([]string{"topic", "describe", "events"}, sasl...)...); res.code != ExitFailure ||
+		!strings.Contains(res.stderr, `topic "events" does not exist`) {
+		t.Fatalf("describe of a deleted topic: exit %d, stderr %q", res.code, res.stderr)
+	}
+}
+
+// commitGroup consumes topic to its end as group and commits.
+func commitGroup(t *testing.T, seeds []string, group, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+		kgo.SASL(scram.Auth{User: "admin", Pass: "s3cret"}.AsSha256Mechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for n := 0; n < 3; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("group consumer read %d of 3 records", n)
+		}
+		n += len(fs.Records())
+	}
+	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cl.LeaveGroup()
+}
