@@ -262,3 +262,66 @@ func TestCertificateRotationWithoutRestart(t *testing.T) {
 	must(t, cl.Ping(context.Background()), "ping after the rotation on the old client")
 	must(t, ping(t, n.clientAddr, sc.scram("admin", adminPassword, 512)...), "a new connection after the rotation")
 }
+
+// KIP-368: connections.max.reauth.ms bounds a SASL session. franz-go
+// re-authenticates in time and keeps working; a client that does not is
+// closed, unanswered, at its first request after the session ended.
+func TestSASLReauthentication(t *testing.T) {
+	const lifetime = 1500 * time.Millisecond
+	sc := startSecureCluster(t, secureOpts{properties: []string{
+		fmt.Sprintf("listener.name.sasl_ssl.connections.max.reauth.ms=%d", lifetime.Milliseconds()),
+		fmt.Sprintf("listener.name.sasl_plaintext.connections.max.reauth.ms=%d", lifetime.Milliseconds()),
+	}})
+	n := sc.nodes[0]
+	topic := newTopic(t, sc.admin(), 1, 1, nil)
+	cl := sc.client(0, sc.scram("admin", adminPassword, 512)...)
+	for start := time.Now(); time.Since(start) < 2*lifetime+500*time.Millisecond; {
+		must(t, produceAs(t, cl, topic), "produce across re-authentications")
+	}
+
+	nc, err := net.Dial("tcp", n.saslPlainAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	rd := bufio.NewReader(nc)
+	authenticatePlain(t, nc, rd, "alice", alicePassword)
+	authenticated := time.Now()
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(9)
+	for corr := int32(10); ; corr++ {
+		writeRequest(t, nc, corr, md)
+		_, err := readResponseFrame(rd)
+		elapsed := time.Since(authenticated)
+		if err != nil {
+			if elapsed < lifetime {
+				t.Fatalf("closed after %v, before the session's %v ended: %v", elapsed, lifetime, err)
+			}
+			return
+		}
+		if elapsed > lifetime+5*time.Second {
+			t.Fatalf("still served %v after the session's %v ended", elapsed-lifetime, lifetime)
+		}
+		time.Sleep(100 * time.Millisecond) // pace the requests: the condition is the broker's clock
+	}
+}
+
+// authenticatePlain runs SaslHandshake v1 and SaslAuthenticate v1 (PLAIN).
+func authenticatePlain(t *testing.T, nc net.Conn, rd *bufio.Reader, user, pass string) {
+	t.Helper()
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = "PLAIN"
+	writeRequest(t, nc, 1, hs)
+	if _, err := readResponseFrame(rd); err != nil {
+		t.Fatal(err)
+	}
+	auth := kmsg.NewPtrSASLAuthenticateRequest()
+	auth.SetVersion(1)
+	auth.SASLAuthBytes = []byte("\x00" + user + "\x00" + pass)
+	writeRequest(t, nc, 2, auth)
+	if _, err := readResponseFrame(rd); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -166,3 +166,11 @@ func apiName(key int16) string {
 	}
 	return fmt.Sprintf("api key %d", key)
 }
+
+// ConnInfoFor describes a connection authenticated as p, for handlers
+// driven without a Server (tests, benchmarks).
+func ConnInfoFor(id uint64, listener string, remote net.Addr, p principal.Principal) *ConnInfo {
+	info := &ConnInfo{ID: id, Listener: listener, Remote: remote}
+	info.setPrincipal(p)
+	return info
+}
