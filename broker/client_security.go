@@ -75,16 +75,12 @@ func clientMechanism(cfg *config.Config, listener, mechanism, key string) (fsasl
 		return nil, fmt.Errorf("%s=%s on listener %s needs %s%s.sasl.jaas.config with this node's username and password",
 			key, mechanism, listener, config.ListenerPrefix(listener), strings.ToLower(mechanism))
 	}
-	jc, err := jaas.Parse(value)
-	if err != nil {
-		return nil, fmt.Errorf("%s%s.sasl.jaas.config: %w", config.ListenerPrefix(listener), strings.ToLower(mechanism), err)
-	}
 	module := map[string]string{sasl.Plain: jaas.PlainLoginModule, sasl.ScramSHA256: jaas.ScramLoginModule,
 		sasl.ScramSHA512: jaas.ScramLoginModule, sasl.OAuthBearer: jaas.OAuthBearerLoginModule}[mechanism]
 	if module == "" {
 		return nil, fmt.Errorf("%s=%s is not supported (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)", key, mechanism)
 	}
-	e, err := jc.Module(module)
+	e, err := jaasModule(value, module)
 	if err != nil {
 		return nil, fmt.Errorf("%s%s.sasl.jaas.config: %w", config.ListenerPrefix(listener), strings.ToLower(mechanism), err)
 	}

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -156,48 +157,59 @@ func jaasConfig(cfg *config.Config, listener, mechanism string) (string, bool) {
 // OAuthBearerValidatorCallbackHandler), else Kafka's unsecured validator
 // for development, configured by the JAAS options.
 func oauthValidator(ctx context.Context, cfg *config.Config, listener string, o securitySetupOptions) (oauthbearer.Validator, error) {
-	get := func(key, def string) string {
+	get := oauthSetting(cfg, listener)
+	if get("sasl.oauthbearer.jwks.endpoint.url", "") == "" {
+		return unsecuredValidator(cfg, listener, o)
+	}
+	return jwtValidator(ctx, get, o)
+}
+
+// oauthSetting reads a listener's sasl.oauthbearer.* key, def when unset.
+func oauthSetting(cfg *config.Config, listener string) func(key, def string) string {
+	return func(key, def string) string {
 		if v, ok := cfg.ListenerProperty(listener, key); ok && strings.TrimSpace(v) != "" {
 			return strings.TrimSpace(v)
 		}
 		return def
 	}
-	url := get("sasl.oauthbearer.jwks.endpoint.url", "")
-	if url == "" {
-		var options map[string]string
-		if value, ok := jaasConfig(cfg, listener, sasl.OAuthBearer); ok {
-			jc, err := jaas.Parse(value)
-			if err != nil {
-				return nil, fmt.Errorf("%soauthbearer.sasl.jaas.config: %w", config.ListenerPrefix(listener), err)
-			}
-			e, err := jc.Module(jaas.OAuthBearerLoginModule)
-			if err != nil {
-				return nil, fmt.Errorf("%soauthbearer.sasl.jaas.config: %w", config.ListenerPrefix(listener), err)
-			}
-			options = e.Options
+}
+
+func unsecuredValidator(cfg *config.Config, listener string, o securitySetupOptions) (oauthbearer.Validator, error) {
+	var options map[string]string
+	if value, ok := jaasConfig(cfg, listener, sasl.OAuthBearer); ok {
+		e, err := jaasModule(value, jaas.OAuthBearerLoginModule)
+		if err != nil {
+			return nil, fmt.Errorf("%soauthbearer.sasl.jaas.config: %w", config.ListenerPrefix(listener), err)
 		}
-		o.log.Warn("OAUTHBEARER accepts unsecured (unsigned) tokens: set sasl.oauthbearer.jwks.endpoint.url to validate signatures", "listener", listener)
-		return oauthbearer.UnsecuredFromJAAS(options, o.now)
+		options = e.Options
 	}
-	millis := func(key, def string) (time.Duration, error) {
+	o.log.Warn("OAUTHBEARER accepts unsecured (unsigned) tokens: set sasl.oauthbearer.jwks.endpoint.url to validate signatures", "listener", listener)
+	return oauthbearer.UnsecuredFromJAAS(options, o.now)
+}
+
+func jaasModule(value, module string) (jaas.Entry, error) {
+	jc, err := jaas.Parse(value)
+	if err != nil {
+		return jaas.Entry{}, err
+	}
+	return jc.Module(module)
+}
+
+func jwtValidator(ctx context.Context, get func(key, def string) string, o securitySetupOptions) (oauthbearer.Validator, error) {
+	duration := func(key, def string, unit time.Duration) (time.Duration, error) {
 		n, err := strconv.ParseInt(get(key, def), 10, 64)
 		if err != nil || n < 0 {
 			return 0, fmt.Errorf("%s=%s is not a number >= 0", key, get(key, def))
 		}
-		return time.Duration(n) * time.Millisecond, nil
+		return time.Duration(n) * unit, nil
 	}
-	refresh, err := millis("sasl.oauthbearer.jwks.endpoint.refresh.ms", "3600000")
-	if err != nil {
+	refresh, err1 := duration("sasl.oauthbearer.jwks.endpoint.refresh.ms", "3600000", time.Millisecond)
+	backoff, err2 := duration("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "100", time.Millisecond)
+	skew, err3 := duration("sasl.oauthbearer.clock.skew.seconds", "30", time.Second)
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}
-	backoff, err := millis("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "100")
-	if err != nil {
-		return nil, err
-	}
-	skew, err := millis("sasl.oauthbearer.clock.skew.seconds", "30")
-	if err != nil {
-		return nil, err
-	}
+	url := get("sasl.oauthbearer.jwks.endpoint.url", "")
 	keys, err := oauthbearer.NewKeySource(ctx, url, oauthbearer.KeySourceOptions{Now: o.now, Refresh: refresh, Backoff: backoff})
 	if err != nil {
 		return nil, fmt.Errorf("sasl.oauthbearer.jwks.endpoint.url=%s: %w", url, err)
@@ -213,7 +225,7 @@ func oauthValidator(ctx context.Context, cfg *config.Config, listener string, o 
 		ExpectedIssuer:   get("sasl.oauthbearer.expected.issuer", ""),
 		SubClaim:         get("sasl.oauthbearer.sub.claim.name", "sub"),
 		ScopeClaim:       get("sasl.oauthbearer.scope.claim.name", "scope"),
-		ClockSkew:        skew * 1000, // the key is in seconds
+		ClockSkew:        skew,
 		Now:              o.now,
 	}, keys), nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/kbroker/kbroker/security/acl"
 	"github.com/kbroker/kbroker/security/principal"
 	"github.com/kbroker/kbroker/security/sasl/scram"
+	"github.com/kbroker/kbroker/security/session"
 	"github.com/kbroker/kbroker/security/tlsconf"
 )
 
@@ -58,7 +60,25 @@ func newBrokerSecurity(ctx context.Context, cfg *config.Config, log *slog.Logger
 	if err := s.clients(cfg); err != nil {
 		return nil, err
 	}
+	s.warnAnonymousPeers(cfg)
 	return s, nil
+}
+
+// warnAnonymousPeers says when the authorizer will see this node's peers
+// as User:ANONYMOUS (a PLAINTEXT inter-broker or controller listener): as
+// in Kafka, they then need CLUSTER_ACTION, or the cluster does not form.
+func (s *brokerSecurity) warnAnonymousPeers(cfg *config.Config) {
+	if s.authz == nil {
+		return
+	}
+	supers := acl.ParseSuperUsers(cfg.SuperUsers)
+	for _, name := range []string{cfg.InterBrokerListenerName, controllerListenerName(cfg)} {
+		if ls := s.listeners[name]; ls != nil && ls.protocol == session.Plaintext && !slices.Contains(supers, "User:ANONYMOUS") {
+			s.log.Warn("the authorizer is on and this listener is PLAINTEXT: other nodes reach it as User:ANONYMOUS, "+
+				"which needs CLUSTER_ACTION on the cluster (an ACL, or super.users=User:ANONYMOUS) or a secured listener",
+				"listener", name)
+		}
+	}
 }
 
 // clients sets the credentials of this node's own connections.
