@@ -64,11 +64,13 @@ func TestKgoSuiteSecure(t *testing.T) {
 	if timeout == "" {
 		timeout = "30m"
 	}
-	// TestIssue769 sets its own Dialer, which kgo refuses beside the
-	// DialTLSConfig KGO_TEST_TLS adds; the test ignores NewClient's error
-	// and its nil client panics, ending the whole package: not runnable
-	// over TLS.
-	args := []string{"test", "-json", "-count=1", "-timeout", timeout, "-skip", "^TestIssue769$", "./pkg/kgo/"}
+	// Skipped: TestIssue769 sets its own Dialer, which kgo refuses beside
+	// the DialTLSConfig KGO_TEST_TLS adds; the test ignores NewClient's
+	// error and its nil client panics, ending the whole package: not
+	// runnable over TLS. TestTxnEtl needs transactions (issue 14, not
+	// served yet): its transactional producer retries until the go test
+	// timeout (the plaintext suite of compat-suites skips it too).
+	args := []string{"test", "-json", "-count=1", "-timeout", timeout, "-skip", "^(TestIssue769|TestTxnEtl)$", "./pkg/kgo/"}
 	if run := os.Getenv("KBROKER_KGO_RUN"); run != "" {
 		args = append(args, "-run", run)
 	}
