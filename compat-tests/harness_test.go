@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -161,14 +162,27 @@ func (n *node) start() {
 	cmd := exec.Command(kbrokerBin, n.args...)
 	cmd.Env = child.Env(os.Environ()) // the test's own KBROKER_* settings are not broker config
 	output := &bytes.Buffer{}
-	cmd.Stdout = output
-	cmd.Stderr = output
+	// The process writes while a test may read logs(): under n.mu.
+	w := &lockedWriter{mu: &n.mu, w: output}
+	cmd.Stdout, cmd.Stderr = w, w
 	n.mu.Lock()
 	n.output = output
 	n.mu.Unlock()
 	if err := n.Start(cmd, nil); err != nil {
 		n.t.Fatalf("starting node %d: %v", n.id, err)
 	}
+}
+
+// lockedWriter writes to w under mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // kill9 kills the process without letting it clean up.

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // A three-broker secured cluster: partitions replicate over the
@@ -42,6 +43,7 @@ func TestSecureClusterReplicatesAndKeepsCredentialsAndACLs(t *testing.T) {
 		}
 	}
 	aliceEverywhere("after AlterUserScramCredentials")
+	sc.waitTopicVisibleEverywhere(topic, sc.scram("alice", alicePassword, 256))
 
 	// The active controller goes; the ACL stays, on every survivor.
 	active := sc.activeController(t)
@@ -104,4 +106,31 @@ func (sc *secureCluster) activeController(t *testing.T) *secureNode {
 		return fmt.Errorf("no running broker names a running controller")
 	})
 	return out
+}
+
+// waitTopicVisibleEverywhere waits until every running broker answers a
+// Metadata request for topic, from a client with opts, without an error:
+// the ACLs that let that client see it have reached each broker's image.
+func (sc *secureCluster) waitTopicVisibleEverywhere(topic string, opts []kgo.Opt) {
+	sc.t.Helper()
+	cl := sc.client(0, opts...)
+	for _, n := range sc.nodes {
+		if !n.Running() {
+			continue
+		}
+		waitFor(sc.t, 20*time.Second, fmt.Sprintf("%s visible on broker %d", topic, n.id), func() error {
+			req := kmsg.NewPtrMetadataRequest()
+			req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(topic)}}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			resp, err := req.RequestWith(ctx, cl.Broker(int(n.id)))
+			if err != nil {
+				return err
+			}
+			if len(resp.Topics) != 1 {
+				return fmt.Errorf("%d topics answered", len(resp.Topics))
+			}
+			return kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+		})
+	}
 }
