@@ -4,8 +4,10 @@ package broker
 //
 // Consumers read up to the high watermark (and the last stable offset, equal
 // to it while transactions are not served); followers (replica id >= 0, v15+
-// in ReplicaState) read up to the log end offset, and their fetch offset is
-// their LEO as the leader sees it (replication.Partition.UpdateFollowerAndRead).
+// in ReplicaState with their broker epoch, KIP-903) read up to the log end
+// offset, and their fetch offset is their LEO as the leader sees it
+// (replication.Partition.UpdateFollowerAndRead). From v13 topics go by id,
+// for followers as for consumers.
 // A fetch offset inside a batch returns the whole batch; above the HW a
 // consumer gets no records and no error; below the log start or above the log
 // end it gets OFFSET_OUT_OF_RANGE. The first partition with data returns at
@@ -149,10 +151,7 @@ func (b *Broker) fetchTopicName(view *metadataView, version int16, rt kmsg.Fetch
 // answered TOPIC_AUTHORIZATION_FAILED.
 func (b *Broker) readFetch(r *kmsg.FetchRequest, denied map[string]bool) *fetchRead {
 	view := b.view()
-	replicaID := r.ReplicaID
-	if r.Version >= 15 {
-		replicaID = r.ReplicaState.ID
-	}
+	replicaID, _ := replication.FetchReplica(r)
 	fr := &fetchRead{resp: r.ResponseKind().(*kmsg.FetchResponse)}
 	budget := int(r.MaxBytes)
 	if budget <= 0 {
@@ -210,8 +209,11 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 	var res replication.ReadResult
 	var err error
 	if replicaID >= 0 {
+		// The broker epoch (v15+) goes with an ISR expansion to the
+		// controller, which refuses one a restarted replica did not earn (KIP-903).
+		_, epoch := replication.FetchReplica(r)
 		res, err = part.UpdateFollowerAndRead(replication.FollowerFetch{
-			ReplicaID: replicaID, FetchOffset: rp.FetchOffset, LastFetchedEpoch: lastFetchedEpoch(r.Version, rp),
+			ReplicaID: replicaID, ReplicaEpoch: epoch, FetchOffset: rp.FetchOffset, LastFetchedEpoch: lastFetchedEpoch(r.Version, rp),
 			CurrentLeaderEpoch: rp.CurrentLeaderEpoch, MaxBytes: limit, MinOneBatch: minOne,
 		})
 	} else {

@@ -42,11 +42,12 @@ type partitionState struct {
 	err      error
 }
 
-// describe returns partition p of topic as seen by any live broker.
+// describe returns partition p of topic as seen by any serving broker (a
+// paused one would only time out).
 func (c *cluster) describe(topic string, p int32) (partitionState, error) {
 	var lastErr error
 	for _, n := range c.nodes {
-		if !n.Running() {
+		if !n.Serving() {
 			continue
 		}
 		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.clientAddr)}, c.clientOpts...)...)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,8 +31,27 @@ type node struct {
 	args        []string
 
 	child.Process
-	mu     sync.Mutex // guards output
-	output *bytes.Buffer
+	mu     sync.Mutex // guards output (the pointer; the buffer locks itself)
+	output *outputBuffer
+}
+
+// outputBuffer holds what a process prints: os/exec's copier writes it
+// while a test may read it (a running node's log).
+type outputBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *outputBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *outputBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // cluster is a set of kbroker processes started by a test.
@@ -161,28 +179,15 @@ func (n *node) start() {
 	n.t.Helper()
 	cmd := exec.Command(kbrokerBin, n.args...)
 	cmd.Env = child.Env(os.Environ()) // the test's own KBROKER_* settings are not broker config
-	output := &bytes.Buffer{}
-	// The process writes while a test may read logs(): under n.mu.
-	w := &lockedWriter{mu: &n.mu, w: output}
-	cmd.Stdout, cmd.Stderr = w, w
+	output := &outputBuffer{}
+	cmd.Stdout = output
+	cmd.Stderr = output
 	n.mu.Lock()
 	n.output = output
 	n.mu.Unlock()
 	if err := n.Start(cmd, nil); err != nil {
 		n.t.Fatalf("starting node %d: %v", n.id, err)
 	}
-}
-
-// lockedWriter writes to w under mu.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // kill9 kills the process without letting it clean up.

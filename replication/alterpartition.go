@@ -7,10 +7,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// alterPartitionVersion is the version leaders send: v2 names topics by id.
-// The controller serves v0-v3; the request also carries the v3 ISR with
-// broker epochs, so a forwarder settling on v3 finds the ISR too.
-const alterPartitionVersion = 2
+// alterPartitionVersion is the version leaders send: v2 names topics by id,
+// v3 gives each ISR member with the broker epoch the leader saw it fetch
+// with (KIP-903), so that the controller refuses a member that has since
+// restarted. The controller serves v0-v3.
+const alterPartitionVersion = 3
 
 // AlterPartitionRequest builds the AlterPartition request that proposes
 // changes to the active controller for broker brokerID at brokerEpoch, one
@@ -30,18 +31,28 @@ func AlterPartitionRequest(brokerID int32, brokerEpoch int64, changes []AlterISR
 			t.TopicID, t.Topic = c.TopicID, c.Topic
 			req.Topics = append(req.Topics, t)
 		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, alterPartitionEntry(c))
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, alterPartitionEntry(brokerID, brokerEpoch, c))
 	}
 	return req
 }
 
-func alterPartitionEntry(c AlterISR) kmsg.AlterPartitionRequestTopicPartition {
+// alterPartitionEntry is one change. The ISR goes in both fields: NewISR
+// (v0-v2) and NewEpochISR (v3), where each member has the broker epoch of
+// its last fetch, the leader its own (as Kafka's Partition does), and -1
+// when unknown, which the controller does not check.
+func alterPartitionEntry(brokerID int32, brokerEpoch int64, c AlterISR) kmsg.AlterPartitionRequestTopicPartition {
 	p := kmsg.NewAlterPartitionRequestTopicPartition()
 	p.Partition, p.LeaderEpoch, p.PartitionEpoch = c.Partition, c.LeaderEpoch, c.PartitionEpoch
 	p.NewISR = c.NewISR
-	// v3 carries broker epochs with the ISR (KIP-903); -1: not known here.
-	for _, id := range c.NewISR {
-		p.NewEpochISR = append(p.NewEpochISR, kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{BrokerID: id, BrokerEpoch: -1})
+	for i, id := range c.NewISR {
+		epoch := int64(-1)
+		if i < len(c.NewISREpochs) {
+			epoch = c.NewISREpochs[i]
+		}
+		if id == brokerID && epoch < 0 {
+			epoch = brokerEpoch
+		}
+		p.NewEpochISR = append(p.NewEpochISR, kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{BrokerID: id, BrokerEpoch: epoch})
 	}
 	return p
 }

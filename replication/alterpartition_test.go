@@ -18,13 +18,14 @@ func testChanges() []AlterISR {
 	return []AlterISR{
 		{Topic: "a", TopicID: topicA, Partition: 0, LeaderEpoch: 3, PartitionEpoch: 7, NewISR: []int32{1, 2}},
 		{Topic: "b", TopicID: topicB, Partition: 4, LeaderEpoch: 1, PartitionEpoch: 2, NewISR: []int32{1}},
-		{Topic: "a", TopicID: topicA, Partition: 1, LeaderEpoch: 5, PartitionEpoch: 9, NewISR: []int32{1, 2, 3}},
+		{Topic: "a", TopicID: topicA, Partition: 1, LeaderEpoch: 5, PartitionEpoch: 9, NewISR: []int32{1, 2, 3},
+			NewISREpochs: []int64{-1, 17, -1}},
 	}
 }
 
 func TestAlterPartitionRequestGroupsByTopic(t *testing.T) {
 	req := AlterPartitionRequest(1, 42, testChanges())
-	if req.GetVersion() != 2 || req.BrokerID != 1 || req.BrokerEpoch != 42 {
+	if req.GetVersion() != 3 || req.BrokerID != 1 || req.BrokerEpoch != 42 {
 		t.Fatalf("header: v%d broker %d epoch %d", req.GetVersion(), req.BrokerID, req.BrokerEpoch)
 	}
 	if len(req.Topics) != 2 || req.Topics[0].TopicID != topicA || req.Topics[0].Topic != "a" || req.Topics[1].TopicID != topicB {
@@ -38,9 +39,23 @@ func TestAlterPartitionRequestGroupsByTopic(t *testing.T) {
 	if p.LeaderEpoch != 5 || p.PartitionEpoch != 9 || !slices.Equal(p.NewISR, []int32{1, 2, 3}) {
 		t.Fatalf("partition a-1 %+v", p)
 	}
-	if len(p.NewEpochISR) != 3 || p.NewEpochISR[2].BrokerID != 3 || p.NewEpochISR[2].BrokerEpoch != -1 {
-		t.Fatalf("v3 ISR %+v", p.NewEpochISR)
+	// KIP-903: each member with the broker epoch it fetched with, the
+	// leader with its own, -1 where the leader knows none.
+	if got := epochISR(p.NewEpochISR); !slices.Equal(got, []int64{1, 42, 2, 17, 3, -1}) {
+		t.Fatalf("v3 ISR (id, epoch) %v", got)
 	}
+	if got := epochISR(req.Topics[1].Partitions[0].NewEpochISR); !slices.Equal(got, []int64{1, 42}) {
+		t.Fatalf("b-4 v3 ISR (id, epoch) %v", got)
+	}
+}
+
+// epochISR flattens a v3 ISR into id, epoch pairs.
+func epochISR(isr []kmsg.AlterPartitionRequestTopicPartitionNewEpochISR) []int64 {
+	var out []int64
+	for _, m := range isr {
+		out = append(out, int64(m.BrokerID), m.BrokerEpoch)
+	}
+	return out
 }
 
 // The request survives the wire at every version the controller serves:
@@ -66,6 +81,9 @@ func TestAlterPartitionRequestRoundTrips(t *testing.T) {
 		}
 		if !slices.Equal(isr, []int32{1, 2, 3}) {
 			t.Fatalf("v%d ISR %v", v, isr)
+		}
+		if got := epochISR(got.Topics[0].Partitions[1].NewEpochISR); v == 3 && !slices.Equal(got, []int64{1, 42, 2, 17, 3, -1}) {
+			t.Fatalf("v3 epochs lost on the wire: %v", got)
 		}
 	}
 }

@@ -6,8 +6,10 @@
 //
 // Rules (Kafka's, see KIP-101, KIP-279, KIP-497, KIP-966):
 //
-//   - Followers pull with the Fetch API (replica id set, CurrentLeaderEpoch,
-//     LastFetchedEpoch). The leader learns a follower's LEO from its fetch offset.
+//   - Followers pull with the Fetch API, v16: topics by id, ReplicaState
+//     with the replica id and broker epoch (KIP-903), CurrentLeaderEpoch,
+//     LastFetchedEpoch. The leader learns a follower's LEO from its fetch
+//     offset, and its broker epoch from ReplicaState.
 //   - HW = min LEO over the maximal ISR (the committed ISR plus an expansion in
 //     flight). It never moves backwards, and it does not advance while the ISR
 //     is smaller than min.insync.replicas.
@@ -40,6 +42,9 @@
 // Tests: besides unit tests, sim_*_test.go is a deterministic simulator of
 // three replicas, a controller and the network between them, checking
 // Kafka's replication invariants over thousands of seeded schedules and the
-// KIP-101 and KIP-279 scenarios (go test -run TestSim ./replication/
-// -sim.seed=S replays one).
+// KIP-101, KIP-279, KIP-497 and KIP-903 scenarios (go test -run TestSim
+// ./replication/ -sim.seed=S replays one). Its messages pass through the
+// Kafka wire encoding at the versions kbroker sends, and its controller
+// checks AlterPartition with replication/controller's own
+// CheckAlterPartition.
 package replication

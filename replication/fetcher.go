@@ -210,22 +210,104 @@ type sent struct {
 	state FollowerFetchState
 }
 
+// Fetch versions a replica fetcher sends. From v13 topics go by id, and
+// from v15 the replica names itself in ReplicaState with its broker epoch,
+// which the leader passes on to the controller with an ISR expansion
+// (KIP-903); v16 is what Kafka 3.7+ replica fetchers send and the highest
+// kbroker serves. A round holding a partition whose topic id is unknown
+// falls back to v12 (names, ReplicaID, no epoch), as Kafka's fetcher does.
+const (
+	replicaFetchVersion = 16
+	namesFetchVersion   = 12
+)
+
+// fetchTopicKey names a topic of a round: by id from v13, by name below.
+type fetchTopicKey struct {
+	id   [16]byte
+	name string
+}
+
 // fetchRound is one Fetch of a fetcher: the request and what it asked of
-// each partition.
+// each partition, by topic.
 type fetchRound struct {
 	req   *kmsg.FetchRequest
-	parts map[string]map[int32]sent
+	parts map[fetchTopicKey]map[int32]sent
+}
+
+// keyOf is the key of a response topic: the leader answers a v13+ fetch
+// by topic id only.
+func (r fetchRound) keyOf(t *kmsg.FetchResponseTopic) fetchTopicKey {
+	if r.req.GetVersion() >= 13 {
+		return fetchTopicKey{id: t.TopicID}
+	}
+	return fetchTopicKey{name: t.Topic}
 }
 
 // nextRound builds the next Fetch from the partitions' fetch states; ok is
 // false when no partition can be fetched now (all back off, or none is
-// left). Partitions no longer following this leader are dropped.
+// left).
 func (f *fetcher) nextRound() (fetchRound, bool) {
+	due := f.duePartitions()
+	if len(due) == 0 {
+		return fetchRound{}, false
+	}
+	byID := true
+	for _, s := range due {
+		byID = byID && s.state.TopicID != [16]byte{}
+	}
+	req := f.newFetchRequest(byID)
+	parts := make(map[fetchTopicKey]map[int32]sent)
+	topicIdx := make(map[fetchTopicKey]int)
+	for _, s := range due {
+		key := fetchTopicKey{name: s.p.Topic}
+		if byID {
+			key = fetchTopicKey{id: s.state.TopicID}
+		}
+		i, ok := topicIdx[key]
+		if !ok {
+			i = len(req.Topics)
+			topicIdx[key] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic, t.TopicID = s.p.Topic, s.state.TopicID
+			req.Topics = append(req.Topics, t)
+			parts[key] = make(map[int32]sent)
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, f.fetchPartition(s))
+		parts[key][s.p.Index] = s
+	}
+	return fetchRound{req: req, parts: parts}, true
+}
+
+// duePartitions returns the partitions to fetch now with their fetch
+// states. Partitions no longer following this leader are dropped.
+func (f *fetcher) duePartitions() []sent {
+	now := f.now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var due []sent
+	for p, fp := range f.partitions {
+		st, ok := p.FetchState()
+		if !ok || st.Leader != f.leader {
+			delete(f.partitions, p)
+			continue
+		}
+		if !now.Before(fp.delayUntil) {
+			due = append(due, sent{p: p, state: st})
+		}
+	}
+	return due
+}
+
+// newFetchRequest is a round's request without its topics.
+func (f *fetcher) newFetchRequest(byID bool) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
-	req.SetVersion(12) // names, LastFetchedEpoch and DivergingEpoch
+	req.SetVersion(replicaFetchVersion)
+	if !byID {
+		req.SetVersion(namesFetchVersion)
+	}
+	// Below v15 the replica names itself in ReplicaID; from v15 in
+	// ReplicaState, with its broker epoch (KIP-903).
 	req.ReplicaID = f.localID
-	// From v15 the replica names itself here, with its broker epoch for
-	// KIP-903 (below v15 the field is not sent).
 	req.ReplicaState.ID, req.ReplicaState.Epoch = f.localID, -1
 	if f.opts.BrokerEpoch != nil {
 		req.ReplicaState.Epoch = f.opts.BrokerEpoch()
@@ -235,40 +317,18 @@ func (f *fetcher) nextRound() (fetchRound, bool) {
 	req.MaxBytes = f.opts.MaxBytes
 	req.SessionID = 0
 	req.SessionEpoch = -1 // full fetches, no session
-	parts := make(map[string]map[int32]sent)
-	now := f.now()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	topicIdx := make(map[string]int)
-	for p, fp := range f.partitions {
-		st, ok := p.FetchState()
-		if !ok || st.Leader != f.leader {
-			delete(f.partitions, p)
-			continue
-		}
-		if now.Before(fp.delayUntil) {
-			continue
-		}
-		i, ok := topicIdx[p.Topic]
-		if !ok {
-			i = len(req.Topics)
-			topicIdx[p.Topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = p.Topic
-			req.Topics = append(req.Topics, t)
-			parts[p.Topic] = make(map[int32]sent)
-		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p.Index
-		rp.CurrentLeaderEpoch = st.LeaderEpoch
-		rp.FetchOffset = st.FetchOffset
-		rp.LastFetchedEpoch = st.LastFetchedEpoch
-		rp.LogStartOffset = p.log.LogStartOffset()
-		rp.PartitionMaxBytes = f.opts.PartitionMaxBytes
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-		parts[p.Topic][p.Index] = sent{p: p, state: st}
-	}
-	return fetchRound{req: req, parts: parts}, len(req.Topics) > 0
+	return req
+}
+
+func (f *fetcher) fetchPartition(s sent) kmsg.FetchRequestTopicPartition {
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = s.p.Index
+	rp.CurrentLeaderEpoch = s.state.LeaderEpoch
+	rp.FetchOffset = s.state.FetchOffset
+	rp.LastFetchedEpoch = s.state.LastFetchedEpoch
+	rp.LogStartOffset = s.p.log.LogStartOffset()
+	rp.PartitionMaxBytes = f.opts.PartitionMaxBytes
+	return rp
 }
 
 // complete handles the answer to a round (or the error of sending it) and
@@ -280,10 +340,10 @@ func (f *fetcher) complete(r fetchRound, resp *kmsg.FetchResponse, err error) ti
 		}
 		return f.opts.Backoff
 	}
-	return f.handleResponse(resp, r.parts)
+	return f.handleResponse(r, resp)
 }
 
-func (f *fetcher) handleResponse(resp *kmsg.FetchResponse, parts map[string]map[int32]sent) time.Duration {
+func (f *fetcher) handleResponse(r fetchRound, resp *kmsg.FetchResponse) time.Duration {
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		f.logger.Warn("replica fetch refused", "err", err)
 		return f.opts.Backoff
@@ -292,10 +352,11 @@ func (f *fetcher) handleResponse(resp *kmsg.FetchResponse, parts map[string]map[
 	// next request overwrites: partitions out of range (which need a
 	// ListOffsets) are handled after every other one has been appended.
 	var outOfRange []sent
-	for _, t := range resp.Topics {
+	for ti := range resp.Topics {
+		t := &resp.Topics[ti]
 		for i := range t.Partitions {
 			rp := &t.Partitions[i]
-			s, ok := parts[t.Topic][rp.Partition]
+			s, ok := r.parts[r.keyOf(t)][rp.Partition]
 			if !ok {
 				continue
 			}
@@ -401,7 +462,11 @@ func (f *fetcher) backoff(p *Partition, err error) {
 // leader's metadata is a step behind ours.
 const metadataLagBackoff = 50 * time.Millisecond
 
+// metadataLag reports whether err says one side's metadata is a step
+// behind: the partition's epoch, leadership or topic (UNKNOWN_TOPIC_ID from
+// v13, when the leader has not applied the topic's creation yet; Kafka's
+// fetcher backs the partition off and retries on newer metadata, as here).
 func metadataLag(err error) bool {
 	return errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.NotLeaderForPartition) ||
-		errors.Is(err, kerr.UnknownTopicOrPartition)
+		errors.Is(err, kerr.UnknownTopicOrPartition) || errors.Is(err, kerr.UnknownTopicID)
 }

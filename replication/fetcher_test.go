@@ -23,6 +23,12 @@ type fetcherRig struct {
 	f        *fetcher
 }
 
+// rigTopicID is the rig's topic id: its fetches go by id (Fetch v16).
+var rigTopicID = [16]byte{7, 7}
+
+// rigBrokerEpoch is the follower's broker epoch in the rig.
+const rigBrokerEpoch = 41
+
 func memPartition(id int32, clock *fakeClock, log ReplicaLog) *Partition {
 	return NewPartition("t", 0, log, PartitionOptions{LocalID: id, Now: clock.Now})
 }
@@ -35,7 +41,7 @@ func newFetcherRig(t *testing.T) *fetcherRig {
 	r.client = &directClient{leader: func() *Partition { return r.leader }}
 	timers := &fakeTimers{clock: clock}
 	r.f = newFetcher(fetcherConfig{parent: context.Background(), leader: 1, localID: 2,
-		opts: FetcherOptions{Backoff: time.Second}, client: r.client, now: clock.Now, after: timers.After,
+		opts: FetcherOptions{Backoff: time.Second, BrokerEpoch: func() int64 { return rigBrokerEpoch }}, client: r.client, now: clock.Now, after: timers.After,
 		logger: slog.New(slog.DiscardHandler), retire: func(*fetcher) bool { return true }})
 	r.elect(1, 1)
 	return r
@@ -44,7 +50,7 @@ func newFetcherRig(t *testing.T) *fetcherRig {
 // elect applies leadership of leader at epoch to both replicas, ISR {1, 2}.
 func (r *fetcherRig) elect(leader, epoch int32) {
 	r.t.Helper()
-	st := PartitionState{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: leader,
+	st := PartitionState{Topic: "t", TopicID: rigTopicID, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: leader,
 		LeaderEpoch: epoch, PartitionEpoch: epoch}
 	lead, follow := r.leader, r.follower
 	if leader == 2 {
@@ -110,7 +116,7 @@ func TestFetcherTruncatesOnDivergingEpoch(t *testing.T) {
 	r.round()
 	// The follower leads epoch 2 for a moment and writes 2 records nobody
 	// else gets; then broker 1 leads epoch 3.
-	st := PartitionState{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 2, PartitionEpoch: 2}
+	st := PartitionState{Topic: "t", TopicID: rigTopicID, Replicas: []int32{1, 2}, ISR: []int32{2}, Leader: 2, LeaderEpoch: 2, PartitionEpoch: 2}
 	must(t, r.follower.MakeLeader(st, 1))
 	if _, err := r.follower.AppendAsLeader(batch(2), 1, storage.AppendOptions{}); err != nil {
 		t.Fatal(err)
@@ -155,7 +161,7 @@ func TestFetcherOutOfRangeTruncatesToTheLeadersEnd(t *testing.T) {
 func TestFetcherResetsBelowTheLeadersLogStart(t *testing.T) {
 	r := newFetcherRig(t)
 	r.produce(4)
-	st := PartitionState{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 2}
+	st := PartitionState{Topic: "t", TopicID: rigTopicID, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 2}
 	must(t, r.leader.MakeLeader(st, 1)) // the follower is out of the ISR: the HW follows the leader alone
 	r.produce(1)
 	if _, err := r.leader.DeleteRecordsBefore(4); err != nil {
@@ -178,7 +184,7 @@ func TestFetcherResetsBelowTheLeadersLogStart(t *testing.T) {
 func TestFetcherRestartsInsideABatchAtItsBase(t *testing.T) {
 	r := newFetcherRig(t)
 	r.produce(4) // offsets 0-3
-	st := PartitionState{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 2}
+	st := PartitionState{Topic: "t", TopicID: rigTopicID, Replicas: []int32{1, 2}, ISR: []int32{1}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 2}
 	must(t, r.leader.MakeLeader(st, 1))
 	r.produce(1)
 	if _, err := r.leader.DeleteRecordsBefore(3); err != nil {
@@ -204,7 +210,7 @@ func TestFollowerTruncationInsideTheLogStartBatchKeepsTheLog(t *testing.T) {
 	for name, log := range map[string]ReplicaLog{"storage": newTestReplica(t, 2, clock).p.log, "memlog": newMemLog(memLogConfig{})} {
 		t.Run(name, func(t *testing.T) {
 			p := memPartition(2, clock, log)
-			st := PartitionState{Topic: "t", Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1}
+			st := PartitionState{Topic: "t", TopicID: rigTopicID, Replicas: []int32{1, 2}, ISR: []int32{1, 2}, Leader: 1, LeaderEpoch: 1, PartitionEpoch: 1}
 			if _, err := p.MakeFollower(st); err != nil {
 				t.Fatal(err)
 			}
@@ -250,7 +256,7 @@ func TestFetcherWaitsABackoffAfterAFailedSend(t *testing.T) {
 // fetcher is then idle.
 func TestFetcherDropsPartitionsOfAnotherLeader(t *testing.T) {
 	r := newFetcherRig(t)
-	st := PartitionState{Topic: "t", Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, Leader: 3, LeaderEpoch: 2, PartitionEpoch: 2}
+	st := PartitionState{Topic: "t", TopicID: rigTopicID, Replicas: []int32{1, 2, 3}, ISR: []int32{2, 3}, Leader: 3, LeaderEpoch: 2, PartitionEpoch: 2}
 	if _, err := r.follower.MakeFollower(st); err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +312,7 @@ func TestFetcherWithoutPartitionsRetires(t *testing.T) {
 }
 
 func TestMetadataLagErrors(t *testing.T) {
-	for _, err := range []error{kerr.UnknownLeaderEpoch, kerr.NotLeaderForPartition, kerr.UnknownTopicOrPartition} {
+	for _, err := range []error{kerr.UnknownLeaderEpoch, kerr.NotLeaderForPartition, kerr.UnknownTopicOrPartition, kerr.UnknownTopicID} {
 		if !metadataLag(err) {
 			t.Errorf("%v is metadata lag", err)
 		}

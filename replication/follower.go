@@ -13,6 +13,7 @@ import (
 // FollowerFetchState is what a replica fetcher needs to build its next fetch
 // for this partition.
 type FollowerFetchState struct {
+	TopicID          [16]byte // zero when the metadata gave none
 	Leader           int32
 	LeaderEpoch      int32
 	FetchOffset      int64 // our LEO
@@ -28,7 +29,7 @@ func (p *Partition) FetchState() (FollowerFetchState, bool) {
 		return FollowerFetchState{}, false
 	}
 	return FollowerFetchState{
-		Leader: p.leader, LeaderEpoch: p.leaderEpoch,
+		TopicID: p.topicID, Leader: p.leader, LeaderEpoch: p.leaderEpoch,
 		FetchOffset:      p.log.LogEndOffset(),
 		LastFetchedEpoch: p.log.EpochCache().LatestEpoch(),
 	}, true

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/storage"
@@ -149,6 +150,16 @@ type FollowerFetch struct {
 	CurrentLeaderEpoch int32 // -1: not given
 	MaxBytes           int32
 	MinOneBatch        bool
+}
+
+// FetchReplica returns the replica id and broker epoch a Fetch request
+// carries: ReplicaState from v15 (KIP-903), ReplicaID before, with the
+// epoch unknown (-1). A consumer's id is -1.
+func FetchReplica(req *kmsg.FetchRequest) (id int32, brokerEpoch int64) {
+	if req.GetVersion() >= 15 {
+		return req.ReplicaState.ID, req.ReplicaState.Epoch
+	}
+	return req.ReplicaID, -1
 }
 
 // UpdateFollowerAndRead serves a follower's fetch in Kafka's two steps. It

@@ -3,6 +3,7 @@ package replication
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -16,27 +17,89 @@ import (
 // LeaderClient over it, and a clock with timers moved by hand.
 
 // serveReplicaFetch answers a replica's Fetch from leader, the one
-// partition this test broker holds (nil: it holds none). It reads the
-// replica's broker epoch from ReplicaState as a v15 request carries it.
+// partition this test broker holds (nil: it holds none), as
+// broker/api_01_fetch.go does: the replica and its broker epoch from
+// FetchReplica, topics by id from v13 (an id it does not know is
+// UNKNOWN_TOPIC_ID), by name below.
 func serveReplicaFetch(leader *Partition, req *kmsg.FetchRequest) *kmsg.FetchResponse {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	resp.SetVersion(req.GetVersion())
+	replicaID, replicaEpoch := FetchReplica(req)
+	var topicID [16]byte
+	if leader != nil {
+		topicID = leader.currentTopicID()
+	}
 	for _, rt := range req.Topics {
 		st := kmsg.NewFetchResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		known := leader != nil && rt.Topic == leader.Topic
+		if req.GetVersion() >= 13 {
+			known = leader != nil && rt.TopicID == topicID
+		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewFetchResponseTopicPartition()
 			sp.Partition = rp.Partition
-			if leader == nil || rt.Topic != leader.Topic || rp.Partition != leader.Index {
+			switch {
+			case !known && req.GetVersion() >= 13:
+				sp.ErrorCode, sp.HighWatermark = kerr.UnknownTopicID.Code, -1
+			case !known || rp.Partition != leader.Index:
 				sp.ErrorCode, sp.HighWatermark = kerr.NotLeaderForPartition.Code, -1
-			} else {
-				fillReplicaFetch(leader, req.ReplicaID, req.ReplicaState.Epoch, &rp, &sp)
+			default:
+				fillReplicaFetch(leader, replicaID, replicaEpoch, &rp, &sp)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
 	}
 	return resp
+}
+
+// currentTopicID is the partition's topic id as its metadata gave it.
+func (p *Partition) currentTopicID() [16]byte {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.topicID
+}
+
+// requestOverWire and responseOverWire pass a message through Kafka's wire
+// format at its version, as a connection does: a field the version does not
+// carry (a v12 fetch's ReplicaState, a v2 AlterPartition's broker epochs, a
+// v13+ fetch response's topic names) is lost on the way.
+func requestOverWire[R kmsg.Request](req R) R {
+	return overWire(req, func(key int16) R { return kmsg.RequestForKey(key).(R) })
+}
+
+func responseOverWire[R kmsg.Response](resp R) R {
+	return overWire(resp, func(key int16) R { return kmsg.ResponseForKey(key).(R) })
+}
+
+// wireMessage is what kmsg requests and responses have in common.
+type wireMessage interface {
+	Key() int16
+	GetVersion() int16
+	SetVersion(int16)
+	AppendTo([]byte) []byte
+	ReadFrom([]byte) error
+}
+
+func overWire[M wireMessage](m M, fresh func(key int16) M) M {
+	out := fresh(m.Key())
+	out.SetVersion(m.GetVersion())
+	if err := out.ReadFrom(m.AppendTo(nil)); err != nil {
+		panic(fmt.Sprintf("%T v%d does not survive the wire: %v", m, m.GetVersion(), err))
+	}
+	return out
+}
+
+// fetchOverWire is a replica Fetch to leader and its answer, both over the
+// wire.
+func fetchOverWire(leader *Partition, req *kmsg.FetchRequest) *kmsg.FetchResponse {
+	return responseOverWire(serveReplicaFetch(leader, requestOverWire(req)))
+}
+
+// listOffsetsOverWire is a replica ListOffsets to leader and its answer,
+// both over the wire.
+func listOffsetsOverWire(leader *Partition, req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsResponse {
+	return responseOverWire(serveListOffsets(leader, requestOverWire(req)))
 }
 
 func fillReplicaFetch(leader *Partition, replicaID int32, replicaEpoch int64, rp *kmsg.FetchRequestTopicPartition, sp *kmsg.FetchResponseTopicPartition) {
@@ -111,7 +174,7 @@ func (c *directClient) Fetch(_ context.Context, req *kmsg.FetchRequest) (*kmsg.F
 	if c.down != nil && c.down() {
 		return nil, errUnreachable
 	}
-	return serveReplicaFetch(c.leader(), req), nil
+	return fetchOverWire(c.leader(), req), nil
 }
 
 func (c *directClient) ListOffsets(_ context.Context, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
@@ -121,7 +184,7 @@ func (c *directClient) ListOffsets(_ context.Context, req *kmsg.ListOffsetsReque
 	if c.down != nil && c.down() {
 		return nil, errUnreachable
 	}
-	return serveListOffsets(c.leader(), req), nil
+	return listOffsetsOverWire(c.leader(), req), nil
 }
 
 func (c *directClient) Close() {

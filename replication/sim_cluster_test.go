@@ -39,8 +39,9 @@ type simConfig struct {
 	// data is durable and some is not.
 	SegmentBytes int64
 	LagMax       time.Duration // replica.lag.time.max.ms
-	// NoMemberEpochs: fetches carry no broker epoch, so AlterPartition
-	// carries none (kbroker's wire today: Fetch v12 has no ReplicaState).
+	// NoMemberEpochs: followers fetch with broker epoch -1 (unknown, as a
+	// broker without KIP-903 would), so the leader's AlterPartition names
+	// none and the controller cannot tell incarnations apart.
 	NoMemberEpochs bool
 }
 
@@ -67,7 +68,7 @@ func (l *simLeaderClient) ListOffsets(_ context.Context, req *kmsg.ListOffsetsRe
 		l.c.note("ListOffsets b%d->b%d lost", l.from, l.to)
 		return nil, errUnreachable
 	}
-	resp := serveListOffsets(leader.part, req)
+	resp := listOffsetsOverWire(leader.part, req)
 	l.c.note("ListOffsets b%d->b%d: offset %d err %d", l.from, l.to, resp.Topics[0].Partitions[0].Offset, resp.Topics[0].Partitions[0].ErrorCode)
 	return resp, nil
 }
@@ -311,7 +312,7 @@ func (c *simCluster) deliver(m *simMsg) {
 	switch m.kind {
 	case msgFetch:
 		leader := c.broker(m.to)
-		resp := serveReplicaFetch(leader.part, m.round.req)
+		resp := fetchOverWire(leader.part, m.round.req)
 		c.send(&simMsg{kind: msgFetchResponse, from: m.to, to: m.from, fromInc: m.toInc, f: m.f, round: m.round, resp: resp})
 	case msgFetchResponse:
 		b := c.broker(m.to)
@@ -324,7 +325,7 @@ func (c *simCluster) deliver(m *simMsg) {
 		b.fetching = false
 		b.readyAt = c.clock.Now().Add(m.f.complete(m.round, m.resp, nil))
 	case msgAlter:
-		res := c.ctl.alterPartition(m.from, m.epoch, m.change)
+		res := c.alterOverWire(m)
 		c.send(&simMsg{kind: msgAlterResponse, from: simCtlID, to: m.from, change: m.change, result: res})
 	case msgAlterResponse:
 		b := c.broker(m.to)
@@ -332,6 +333,22 @@ func (c *simCluster) deliver(m *simMsg) {
 			c.resendAlter(b, m.change)
 		}
 	}
+}
+
+// alterOverWire is an AlterPartition as the leader's manager sends it (one
+// change): built by AlterPartitionRequest, over the wire to the
+// controller, whose answer comes back over the wire and is read by
+// AlterPartitionResults.
+func (c *simCluster) alterOverWire(m *simMsg) simAlterResult {
+	changes := []AlterISR{m.change}
+	req := requestOverWire(AlterPartitionRequest(m.from, m.epoch, changes))
+	resp := responseOverWire(c.ctl.alterPartition(req))
+	results, err := AlterPartitionResults(changes, resp)
+	if err != nil {
+		return simAlterResult{err: err}
+	}
+	r := results[0]
+	return simAlterResult{isr: r.ISR, leaderEpoch: r.LeaderEpoch, partitionEpoch: r.PartitionEpoch, err: r.Err}
 }
 
 // lose drops a message: its sender sees the request time out.

@@ -4,12 +4,20 @@ import (
 	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/replication/controller"
 )
+
+// simTopicID is the id of the simulated partition's topic: fetches and
+// AlterPartition name it by id, as kbroker's do.
+var simTopicID = [16]byte{0x5e, 0xed}
 
 // simCtl is the simulator's controller for its one partition: the decisions
 // of replication/controller that drive elections and ISR changes, as that
 // package makes them (its functions are unexported, so they are restated
-// here; each names its original):
+// here; each names its original), except the AlterPartition check, which
+// is the controller's own:
 //
 //   - electLeader and buildChange (election.go): a clean election keeps a
 //     leader that is live and in the target ISR, else takes the first live
@@ -22,11 +30,12 @@ import (
 //     incarnation, api_brokers.go): the broker leaves the ISR (unless it is
 //     the last member) and its leadership moves.
 //   - offlineChanges (unfencing): a partition without a leader elects one.
-//   - checkAlterPartition (isr.go) and alterOne (api_partitions.go):
-//     AlterPartition is checked in Kafka's order, then applied as a change
-//     whose election may move leadership away (NEW_LEADER_ELECTED). A
-//     member given with a broker epoch other than its registration's is
-//     ineligible (KIP-903, eligibleForISR); epoch -1 is not checked.
+//   - alterPartition and alterOne (api_partitions.go): AlterPartition
+//     arrives as the wire request the leader's AlterPartitionRequest built,
+//     is checked by controller.CheckAlterPartition itself (Kafka's order;
+//     a member whose broker epoch is not its registration's is
+//     INELIGIBLE_REPLICA, KIP-903; -1 is not checked), then applied as a
+//     change whose election may move leadership away (NEW_LEADER_ELECTED).
 //
 // Every change is appended to meta, the metadata log brokers apply in
 // order.
@@ -135,7 +144,7 @@ func (c *simCtl) change(target []int32, e simElection, acceptable func(int32) bo
 }
 
 func (c *simCtl) state() PartitionState {
-	return PartitionState{Topic: "t", Partition: 0, Replicas: slices.Clone(c.replicas), ISR: slices.Clone(c.isr),
+	return PartitionState{Topic: "t", TopicID: simTopicID, Partition: 0, Replicas: slices.Clone(c.replicas), ISR: slices.Clone(c.isr),
 		Leader: c.leader, LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch}
 }
 
@@ -188,49 +197,61 @@ type simAlterResult struct {
 	err                         error
 }
 
-// alterPartition is checkAlterPartition then alterOne for a change sent by
-// broker from at its broker epoch.
-func (c *simCtl) alterPartition(from int32, brokerEpoch int64, ch AlterISR) simAlterResult {
-	if b := c.brokers[from]; b == nil || b.epoch != brokerEpoch {
-		return simAlterResult{err: kerr.StaleBrokerEpoch}
+// alterPartition is api_partitions.go's alterPartition for the one
+// partition: the request's broker epoch, the topic id, then
+// controller.CheckAlterPartition itself (the real check, KIP-903's broker
+// epochs included) and alterOne's change, whose election may move the
+// leadership away (NEW_LEADER_ELECTED).
+func (c *simCtl) alterPartition(req *kmsg.AlterPartitionRequest) *kmsg.AlterPartitionResponse {
+	resp := req.ResponseKind().(*kmsg.AlterPartitionResponse)
+	if b := c.brokers[req.BrokerID]; b == nil || b.epoch != req.BrokerEpoch {
+		resp.ErrorCode = kerr.StaleBrokerEpoch.Code
+		return resp
 	}
-	if err := c.checkAlter(from, ch); err != nil {
-		return simAlterResult{err: err}
+	for _, rt := range req.Topics {
+		st := kmsg.NewAlterPartitionResponseTopic()
+		st.Topic, st.TopidID = rt.Topic, rt.TopicID
+		for i := range rt.Partitions {
+			st.Partitions = append(st.Partitions, c.alterOne(req, rt.TopicID, &rt.Partitions[i]))
+		}
+		resp.Topics = append(resp.Topics, st)
 	}
-	c.change(ch.NewISR, c.election(), c.live)
-	if c.leader != from {
-		return simAlterResult{err: kerr.NewLeaderElected}
-	}
-	return simAlterResult{isr: slices.Clone(c.isr), leaderEpoch: c.leaderEpoch, partitionEpoch: c.partitionEpoch}
+	return resp
 }
 
-func (c *simCtl) checkAlter(from int32, ch AlterISR) error {
-	switch {
-	case ch.LeaderEpoch > c.leaderEpoch, ch.PartitionEpoch > c.partitionEpoch:
-		return kerr.NotController
-	case ch.LeaderEpoch < c.leaderEpoch:
-		return kerr.FencedLeaderEpoch
-	case from != c.leader:
-		return kerr.InvalidRequest
-	case ch.PartitionEpoch < c.partitionEpoch:
-		return kerr.InvalidUpdateVersion
+func (c *simCtl) alterOne(req *kmsg.AlterPartitionRequest, topicID [16]byte, rp *kmsg.AlterPartitionRequestTopicPartition) kmsg.AlterPartitionResponseTopicPartition {
+	sp := kmsg.NewAlterPartitionResponseTopicPartition()
+	sp.Partition, sp.LeaderID = rp.Partition, -1
+	if topicID != simTopicID {
+		sp.ErrorCode = kerr.UnknownTopicID.Code
+		return sp
 	}
-	if len(ch.NewISR) == 0 || !slices.Contains(ch.NewISR, c.leader) {
-		return kerr.InvalidRequest
+	var p *controller.Partition
+	if rp.Partition == 0 {
+		p = &controller.Partition{Topic: "t", Replicas: c.replicas, ISR: c.isr, Leader: c.leader,
+			LeaderEpoch: c.leaderEpoch, PartitionEpoch: c.partitionEpoch}
 	}
-	for i, id := range ch.NewISR {
-		if !slices.Contains(c.replicas, id) || slices.Contains(ch.NewISR[:i], id) {
-			return kerr.InvalidRequest
-		}
-		epoch := int64(-1)
-		if i < len(ch.NewISREpochs) {
-			epoch = ch.NewISREpochs[i]
-		}
-		if !c.live(id) || (epoch != -1 && epoch != c.brokers[id].epoch) {
-			return kerr.IneligibleReplica
-		}
+	code, isr := controller.CheckAlterPartition(c.image(), req.BrokerID, req.GetVersion(), p, rp)
+	if sp.ErrorCode = code; code != 0 {
+		return sp
 	}
-	return nil
+	c.change(isr, c.election(), c.live)
+	if c.leader != req.BrokerID {
+		sp.ErrorCode = kerr.NewLeaderElected.Code
+		return sp
+	}
+	sp.LeaderID, sp.LeaderEpoch, sp.PartitionEpoch, sp.ISR = c.leader, c.leaderEpoch, c.partitionEpoch, slices.Clone(c.isr)
+	return sp
+}
+
+// image is the controller's view of the brokers as controller.Image holds
+// it: each registered at its epoch, fenced or not.
+func (c *simCtl) image() *controller.Image {
+	img := &controller.Image{Brokers: make(map[int32]*controller.BrokerInfo, len(c.brokers))}
+	for id, b := range c.brokers {
+		img.Brokers[id] = &controller.BrokerInfo{ID: id, Epoch: b.epoch, Fenced: b.fenced}
+	}
+	return img
 }
 
 // leaderOf says who the controller gave epoch to, -1 if unknown.

@@ -278,8 +278,11 @@ func TestSimKIP497LostAlterPartitionAnswerKeepsTheExpansion(t *testing.T) {
 // controller saw the proposal, C crashed, lost its unflushed data and
 // registered again. The proposal carries the broker epoch C fetched with,
 // so the controller refuses it (INELIGIBLE_REPLICA) instead of adding a
-// replica that lacks acknowledged data. (kbroker's wire does not carry the
-// epoch yet: -sim.member-epochs=false shows what random schedules find.)
+// replica that lacks acknowledged data. The epoch travels as kbroker sends
+// it, through the wire encoding: in the follower's Fetch v16 ReplicaState,
+// then the leader's AlterPartition v3 NewEpochISR, checked by
+// controller.CheckAlterPartition. With -sim.member-epochs=false (followers
+// sending -1) this schedule fails.
 func TestSimKIP903StaleExpansionOfARestartedReplica(t *testing.T) {
 	const a, b, cc = 1, 2, 3
 	c := newFixedSim(t, []int32{a, b, cc}, 2)

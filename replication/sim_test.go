@@ -20,12 +20,12 @@ var (
 	simSeed  = flag.Uint64("sim.seed", 0, "replay this seed only (0: run -sim.seeds seeds from -sim.first)")
 	simFirst = flag.Uint64("sim.first", 1, "first seed of the random schedules")
 	simSteps = flag.Int("sim.steps", 150, "random steps per schedule before healing")
-	// -sim.member-epochs=false runs the schedules as kbroker's wire is
-	// today: fetches (v12) carry no broker epoch, so neither does
-	// AlterPartition, and a stale ISR expansion can add a replica that
-	// restarted with less data (the KIP-903 race; seeds 242 743 3572 4802
-	// of the default run and TestSimKIP903StaleExpansionOfARestartedReplica
-	// show it).
+	// -sim.member-epochs=false runs the schedules with followers that
+	// fetch with broker epoch -1 (unknown: a broker without KIP-903, as
+	// kbroker was while its fetches went at v12 and its AlterPartition at
+	// v2), so a stale ISR expansion can add a replica that restarted with
+	// less data (the KIP-903 race; seeds 242 743 3572 4802 of the default
+	// run and TestSimKIP903StaleExpansionOfARestartedReplica show it).
 	simMemberEpochs = flag.Bool("sim.member-epochs", true, "fetches and AlterPartition carry broker epochs (KIP-903)")
 )
 

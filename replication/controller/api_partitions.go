@@ -81,15 +81,14 @@ func (c *controller) alterOne(img *Image, req *kmsg.AlterPartitionRequest, t *To
 	if rp.Partition >= 0 && int(rp.Partition) < len(t.Partitions) {
 		p = t.Partitions[rp.Partition]
 	}
-	newISR := proposedISR(req.Version, rp)
-	code := checkAlterPartition(img, req.BrokerID, req.Version, p, rp.LeaderEpoch, rp.PartitionEpoch, newISR, rp.LeaderRecoveryState)
+	code, newISR := CheckAlterPartition(img, req.BrokerID, req.Version, p, rp)
 	if code != 0 {
 		c.log.Info("AlterPartition refused", "broker", req.BrokerID, "topic", t.Name, "partition", rp.Partition,
-			"err", kerr.ErrorForCode(code), "isr", memberIDs(newISR), "leader_epoch", rp.LeaderEpoch, "partition_epoch", rp.PartitionEpoch)
+			"err", kerr.ErrorForCode(code), "isr", proposedISR(req.Version, rp), "leader_epoch", rp.LeaderEpoch, "partition_epoch", rp.PartitionEpoch)
 		return code
 	}
 	change := buildChange(t, p, changeRequest{
-		targetISR:  memberIDs(newISR),
+		targetISR:  newISR,
 		election:   electionFor(img, t, c.uncleanDefault()),
 		acceptable: img.isLive,
 	})

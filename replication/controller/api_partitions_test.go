@@ -3,6 +3,7 @@ package controller
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -224,5 +225,63 @@ func TestRebalancePreferredLeaders(t *testing.T) {
 	h.c.rebalance(h.ctx)
 	if p := h.img().Partition("t", 0); p.Leader != 1 {
 		t.Fatalf("not rebalanced: %+v", p)
+	}
+}
+
+// alterReqEpochs is a v3 request whose ISR members carry broker epochs.
+func alterReqEpochs(broker int32, epoch int64, id [16]byte, p *Partition, members ...isrMember) *kmsg.AlterPartitionRequest {
+	req := alterReq(3, broker, epoch, "", id, p)
+	for _, m := range members {
+		req.Topics[0].Partitions[0].NewEpochISR = append(req.Topics[0].Partitions[0].NewEpochISR,
+			kmsg.AlterPartitionRequestTopicPartitionNewEpochISR{BrokerID: m.id, BrokerEpoch: m.epoch})
+	}
+	return req
+}
+
+// KIP-903 through the handler: broker 3 restarts (a new incarnation, maybe
+// with an empty log) while its leader holds an expansion earned by the old
+// one's fetches. At v3 the expansion names the old broker epoch and is
+// refused with INELIGIBLE_REPLICA, changing nothing; the new epoch, or -1
+// (a leader that does not know it), is accepted as Kafka accepts it.
+func TestAlterPartitionV3RefusesAStaleMemberEpoch(t *testing.T) {
+	h := newCtlHarness(t)
+	h.live(1, 2, 3)
+	h.manualTopic("t", []int32{1, 2, 3})
+	id := h.img().Topics["t"].ID
+	oldEpoch := h.epoch(3)
+	// Broker 3 dies; its session expires and the new incarnation registers
+	// (leaving the ISR), then catches up on metadata and is unfenced.
+	h.clock.Advance(11 * time.Second)
+	h.heartbeat(1, h.epoch(1), false, false)
+	h.heartbeat(2, h.epoch(2), false, false)
+	r := h.register(3)
+	if hb := h.heartbeat(3, r.BrokerEpoch, false, false); hb.IsFenced || r.BrokerEpoch == oldEpoch {
+		t.Fatalf("new incarnation: epoch %d (old %d), heartbeat %+v", r.BrokerEpoch, oldEpoch, hb)
+	}
+	p := h.img().Partition("t", 0)
+	if !slices.Equal(p.ISR, []int32{1, 2}) {
+		t.Fatalf("ISR %v after the re-registration, want [1 2]", p.ISR)
+	}
+	alter := func(epoch3 int64) kmsg.AlterPartitionResponseTopicPartition {
+		t.Helper()
+		p := h.img().Partition("t", 0)
+		req := alterReqEpochs(1, h.epoch(1), id, p, isrMember{1, h.epoch(1)}, isrMember{2, h.epoch(2)}, isrMember{3, epoch3})
+		return h.do(req).(*kmsg.AlterPartitionResponse).Topics[0].Partitions[0]
+	}
+	if sp := alter(oldEpoch); sp.ErrorCode != kerr.IneligibleReplica.Code {
+		t.Fatalf("expansion with the old incarnation's epoch: %v, want INELIGIBLE_REPLICA", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if after := h.img().Partition("t", 0); !slices.Equal(after.ISR, []int32{1, 2}) || after.PartitionEpoch != p.PartitionEpoch {
+		t.Fatalf("a refused expansion changed the partition: %+v", after)
+	}
+	if sp := alter(r.BrokerEpoch); sp.ErrorCode != 0 || !slices.Equal(sp.ISR, []int32{1, 2, 3}) {
+		t.Fatalf("expansion with the current epoch: %v, ISR %v", kerr.ErrorForCode(sp.ErrorCode), sp.ISR)
+	}
+	p = h.img().Partition("t", 0)
+	if sp := h.do(alterReq(3, 1, h.epoch(1), "", id, p, 1, 2)).(*kmsg.AlterPartitionResponse).Topics[0].Partitions[0]; sp.ErrorCode != 0 {
+		t.Fatalf("shrink: %v", kerr.ErrorForCode(sp.ErrorCode))
+	}
+	if sp := alter(-1); sp.ErrorCode != 0 || !slices.Equal(sp.ISR, []int32{1, 2, 3}) {
+		t.Fatalf("expansion with epoch -1 (unknown): %v, ISR %v", kerr.ErrorForCode(sp.ErrorCode), sp.ISR)
 	}
 }

@@ -42,6 +42,19 @@ func memberIDs(ms []isrMember) []int32 {
 // partitions are always RECOVERED.
 const leaderRecovering int8 = 1
 
+// CheckAlterPartition validates one partition entry of an AlterPartition
+// request at version, sent by brokerID, against p (nil: no such partition)
+// and the brokers of img, and returns the error code (0: valid) and the
+// proposed ISR. From v3 each member comes with the broker epoch its leader
+// saw; a member that is fenced, shutting down, unregistered or registered
+// at another epoch (it restarted since) is INELIGIBLE_REPLICA; -1 is not
+// checked (KIP-903, ReplicationControlManager.ineligibleReplicasForIsr).
+func CheckAlterPartition(img *Image, brokerID int32, version int16, p *Partition,
+	rp *kmsg.AlterPartitionRequestTopicPartition) (code int16, isr []int32) {
+	newISR := proposedISR(version, rp)
+	return checkAlterPartition(img, brokerID, version, p, rp.LeaderEpoch, rp.PartitionEpoch, newISR, rp.LeaderRecoveryState), memberIDs(newISR)
+}
+
 // checkAlterPartition validates one partition of an AlterPartition request
 // (KIP-497, KIP-841) sent by brokerID, in Kafka's order
 // (ReplicationControlManager.validateAlterPartitionData), and returns the

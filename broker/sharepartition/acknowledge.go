@@ -1,0 +1,178 @@
+package sharepartition
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ValidateAckBatches checks a partition's acknowledgement batches the way
+// Kafka's KafkaApis does before they reach the partition: each batch has
+// first <= last, one type or one per offset, types that exist (RENEW only
+// when allowRenew: ShareFetch/ShareAcknowledge v2 with IsRenewAck), and the
+// batches ascend without overlapping. Any failure is INVALID_REQUEST for
+// the partition.
+func ValidateAckBatches(batches []AckBatch, allowRenew bool) int16 {
+	prevLast := int64(-1)
+	maxType := AckReject
+	if allowRenew {
+		maxType = AckRenew
+	}
+	for i, b := range batches {
+		switch {
+		case b.FirstOffset < 0 || b.LastOffset < b.FirstOffset:
+			return kerr.InvalidRequest.Code
+		case i > 0 && b.FirstOffset <= prevLast:
+			return kerr.InvalidRequest.Code
+		case len(b.Types) == 0:
+			return kerr.InvalidRequest.Code
+		case len(b.Types) > 1 && int64(len(b.Types)) != b.LastOffset-b.FirstOffset+1:
+			return kerr.InvalidRequest.Code
+		}
+		for _, t := range b.Types {
+			if t < AckGap || t > maxType {
+				return kerr.InvalidRequest.Code
+			}
+		}
+		prevLast = b.LastOffset
+	}
+	return 0
+}
+
+// step is one planned record transition of an acknowledgement.
+type step struct {
+	off   int64
+	to    RecordState
+	count int16
+	renew bool // RENEW: the lock is extended, the state stays
+}
+
+// planAcks decides what the batches do to the window, or fails without
+// changing anything (Kafka rolls the partition's whole acknowledgement
+// back on an error): offsets below the start offset are not acquired
+// (INVALID_RECORD_STATE), offsets past the end offset were never fetched
+// (INVALID_REQUEST), and every record must be Acquired by member and not
+// in a pending transition (INVALID_RECORD_STATE). It is a pure function of
+// the window.
+func planAcks(w *window, member string, batches []AckBatch, deliveryLimit int16) ([]step, int16) {
+	var steps []step
+	for _, b := range batches {
+		switch {
+		case len(w.recs) == 0 || b.FirstOffset < w.start:
+			return nil, kerr.InvalidRecordState.Code
+		case b.LastOffset > w.end():
+			return nil, kerr.InvalidRequest.Code
+		}
+		for off := b.FirstOffset; off <= b.LastOffset; off++ {
+			r := w.at(off)
+			if r.state != Acquired || r.pending || r.member != member {
+				return nil, kerr.InvalidRecordState.Code
+			}
+			t := b.Types[0]
+			if len(b.Types) > 1 {
+				t = b.Types[off-b.FirstOffset]
+			}
+			steps = append(steps, stepFor(off, t, r.deliveryCount, deliveryLimit))
+		}
+	}
+	return steps, 0
+}
+
+// stepFor maps an acknowledgement type to a record transition (Kafka's
+// SharePartition.updateRecordState): GAP and REJECT archive, ACCEPT
+// acknowledges, RELEASE makes the record available again unless it was
+// delivered delivery.count.limit times.
+func stepFor(off int64, t AckType, count, limit int16) step {
+	switch t {
+	case AckAccept:
+		return step{off: off, to: Acknowledged, count: count}
+	case AckRelease:
+		if count >= limit {
+			return step{off: off, to: Archived, count: count}
+		}
+		return step{off: off, to: Available, count: count}
+	case AckRenew:
+		return step{off: off, to: Acquired, count: count, renew: true}
+	}
+	return step{off: off, to: Archived, count: count} // GAP, REJECT
+}
+
+// Acknowledge applies member's acknowledgements to this partition and
+// returns once their state is written (0), or the error for the whole
+// partition with nothing changed: INVALID_REQUEST for malformed batches,
+// INVALID_RECORD_STATE for records member does not hold, the share
+// coordinator's mapped error when the write fails. allowRenew is true for
+// requests with IsRenewAck (v2).
+func (p *Partition) Acknowledge(ctx context.Context, member string, batches []AckBatch, allowRenew bool) int16 {
+	cfg := p.config()
+	if code := ValidateAckBatches(batches, allowRenew && cfg.RenewAcknowledge); code != 0 {
+		return code
+	}
+	p.mu.Lock()
+	if p.state != stateActive {
+		defer p.mu.Unlock()
+		return p.stateCodeLocked()
+	}
+	steps, code := planAcks(&p.w, member, batches, cfg.DeliveryCountLimit)
+	if code != 0 {
+		p.mu.Unlock()
+		return code
+	}
+	pw := &pendingWrite{done: make(chan int16, 1)}
+	renewTo := p.opts.NowMs() + cfg.RecordLockDuration.Milliseconds()
+	for _, s := range steps {
+		r := p.w.at(s.off)
+		if s.renew {
+			r.lockExpiryMs = renewTo
+			continue
+		}
+		pw.add(s.off, r.state, s.to)
+		r.transition(s.to, s.count)
+	}
+	return p.writeAndWait(ctx, pw) // only renewals: nothing to write
+}
+
+// writeAndWait queues pw (unless it is empty), runs the writer if no write
+// is in flight, and waits for pw's outcome. It unlocks p.mu.
+// Must be called with p.mu held.
+func (p *Partition) writeAndWait(ctx context.Context, pw *pendingWrite) int16 {
+	if len(pw.offsets) == 0 {
+		p.mu.Unlock()
+		return 0
+	}
+	writer := p.enqueueLocked(pw)
+	p.mu.Unlock()
+	if writer {
+		p.runWriter()
+	}
+	select {
+	case code := <-pw.done:
+		return code
+	case <-ctx.Done():
+		// The write goes on; its outcome is not this request's to report.
+		return kerr.RequestTimedOut.Code
+	}
+}
+
+// ReleaseMember makes every record member holds available again (archived
+// at the delivery limit) and writes that: the member closed its share
+// session, left, or its connection closed (Kafka's
+// releaseAcquiredRecords). It returns the write's code.
+func (p *Partition) ReleaseMember(ctx context.Context, member string) int16 {
+	cfg := p.config()
+	p.mu.Lock()
+	if p.state != stateActive {
+		defer p.mu.Unlock()
+		return p.stateCodeLocked()
+	}
+	pw := &pendingWrite{done: make(chan int16, 1)}
+	for off := p.w.start; off <= p.w.end(); off++ {
+		r := p.w.at(off)
+		if r.state == Acquired && !r.pending && r.member == member {
+			s := stepFor(off, AckRelease, r.deliveryCount, cfg.DeliveryCountLimit)
+			pw.add(off, r.state, s.to)
+			r.transition(s.to, s.count)
+		}
+	}
+	return p.writeAndWait(ctx, pw)
+}
