@@ -49,7 +49,7 @@ type suiteConfig struct {
 	// ScramConns SCRAM connections set up, ScramConcurrency at a time
 	// (scram-conns, secure.go).
 	ScramConns, ScramConcurrency int
-	Scale      scaleConfig
+	Scale                        scaleConfig
 }
 
 // defaultCaps are the records per repetition: about 0.5 GB of values for
