@@ -13,6 +13,9 @@ package broker
 // end it gets OFFSET_OUT_OF_RANGE. The first partition with data returns at
 // least one whole batch even beyond the byte limits (KIP-74).
 //
+// Authorization: consumers need READ on each topic, followers CLUSTER
+// CLUSTER_ACTION (TOPIC_AUTHORIZATION_FAILED on every partition otherwise).
+//
 // Long poll: when fewer than MinBytes are ready the request waits, on the
 // connection's writer, until appends or HW moves on its partitions make
 // MinBytes available or MaxWaitMillis passes; it is woken by the partitions'
@@ -70,7 +73,8 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return protocol.Response{Body: resp}
 	}
-	first := b.readFetch(r)
+	denied := b.fetchDenied(req, r)
+	first := b.readFetch(r, denied)
 	minBytes := max(int(r.MinBytes), 1)
 	if first.bytes >= minBytes || first.hasError || r.MaxWaitMillis <= 0 {
 		return protocol.Response{Body: first.body(), Done: first.release}
@@ -79,7 +83,7 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 	var last *fetchRead
 	return protocol.Response{
 		Later: func(ctx context.Context) kmsg.Response {
-			last = b.longPollFetch(ctx, r, minBytes)
+			last = b.longPollFetch(ctx, r, minBytes, denied)
 			return last.body()
 		},
 		Done: func() {
@@ -92,7 +96,7 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 
 // longPollFetch waits until MinBytes are ready, MaxWait passes or the
 // connection closes, and returns the last read.
-func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minBytes int) *fetchRead {
+func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minBytes int, denied map[string]bool) *fetchRead {
 	w := replication.NewWaiter()
 	for _, p := range b.fetchPartitions(r) {
 		stop := p.Watch(w)
@@ -103,7 +107,7 @@ func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minByt
 	for {
 		// Read before waiting: an append or HW move between the handler's
 		// first read and the watchers' registration above woke nobody.
-		res := b.readFetch(r)
+		res := b.readFetch(r, denied)
 		if res.bytes >= minBytes || res.hasError {
 			return res
 		}
@@ -111,9 +115,9 @@ func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minByt
 		select {
 		case <-w.C:
 		case <-timer.C:
-			return b.readFetch(r)
+			return b.readFetch(r, denied)
 		case <-ctx.Done():
-			return b.readFetch(r)
+			return b.readFetch(r, denied)
 		}
 	}
 }
@@ -143,8 +147,9 @@ func (b *Broker) fetchTopicName(view *metadataView, version int16, rt kmsg.Fetch
 	return ""
 }
 
-// readFetch reads every partition of r once.
-func (b *Broker) readFetch(r *kmsg.FetchRequest) *fetchRead {
+// readFetch reads every partition of r once; the topics in denied are
+// answered TOPIC_AUTHORIZATION_FAILED.
+func (b *Broker) readFetch(r *kmsg.FetchRequest, denied map[string]bool) *fetchRead {
 	view := b.view()
 	replicaID, _ := replication.FetchReplica(r)
 	fr := &fetchRead{resp: r.ResponseKind().(*kmsg.FetchResponse)}
@@ -162,6 +167,11 @@ func (b *Broker) readFetch(r *kmsg.FetchRequest) *fetchRead {
 			op.Partition = rp.Partition
 			// Never null: librdkafka refuses a null record set.
 			op.RecordBatches = []byte{}
+			if denied[name] {
+				op.ErrorCode, fr.hasError = kerr.TopicAuthorizationFailed.Code, true
+				out.Partitions = append(out.Partitions, op)
+				continue
+			}
 			limit := min(int(rp.PartitionMaxBytes), budget)
 			n := b.readFetchPartition(view, r, name, replicaID, rp, int32(max(limit, 0)), minOne, &op, fr)
 			if n > 0 {
