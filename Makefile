@@ -13,8 +13,14 @@ FUZZ_RECORDS  ?= 20000x
 FUZZ_CONTROL  ?= 20000x
 FUZZ_DISPATCH ?= 8000x
 FUZZ_PROPS    ?= 50000x
+# The security decoders (issue 15): SASL exchanges, JAAS, ACL filters,
+# encrypted keys; 0.3-2 s each, about 8 s together.
+FUZZ_SECURITY ?= 20000x
+SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPlainMessage:./security/sasl/plain \
+	FuzzExchange:./security/sasl/scram FuzzClientMessage:./security/sasl/oauthbearer FuzzDecrypt:./security/pkcs8 \
+	FuzzSaslRequests:./security/session
 
-.PHONY: all build run test unit compat fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
+.PHONY: all build run test unit compat compat-kgo-secure fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -44,6 +50,14 @@ unit: build
 compat: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_SEEDS=$(KBROKER_SEEDS) $(GO) test -count=1 -timeout 20m ./compat-tests/
 
+# franz-go's pkg/kgo suite (from the module cache) over TLS with a client
+# certificate, with its SCRAM and OAuth tests on SASL_PLAINTEXT, against 3
+# brokers that replicate over SCRAM-SHA-512 on TLS; prints pass/fail/skip
+# counts. Minutes. KBROKER_KGO_RUN=regexp picks tests.
+compat-kgo-secure: build
+	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_KGO_SECURE=1 KBROKER_KGO_RUN='$(KBROKER_KGO_RUN)' \
+		$(GO) test -count=1 -v -timeout 45m -run '^TestKgoSuiteSecure$$' ./compat-tests/
+
 # The fault-injection suite (compat-tests/chaos): every nemesis, minutes.
 # Replay a run with CHAOS_SEED=N (the seed each scenario prints); pick tests
 # with CHAOS_RUN (e.g. TestScenarios/leader-kill, TestStorageFaults).
@@ -63,6 +77,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzControl$$' -fuzztime $(FUZZ_CONTROL) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PROPS) ./internal/properties/
+	@for t in $(SECURITY_FUZZ); do \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SECURITY) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SECURITY) $${t#*:} || exit 1; \
+	done
 
 # Benchmarks (issues 8 and 20; not part of make test). make bench runs both
 # halves: bench-go, the Go benchmarks of storage and the request path, and

@@ -46,6 +46,9 @@ type loadConfig struct {
 	Pids        []int         // broker processes to measure (optional)
 	IdleConns   int           // produce: connections opened (ApiVersions done) and left idle before the producers connect
 	Groups      int           // groups: consumer groups reading the whole topic at once
+	// ClientOpts are added to every client of the run: TLS and SASL for
+	// a secured target (kbroker-sasl-ssl).
+	ClientOpts []kgo.Opt `json:"-"`
 
 	onTimed func() // runs as the clock starts (the profiler starts there)
 }
@@ -224,6 +227,7 @@ const (
 func producerOpts(cfg loadConfig) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.DefaultProduceTopic(cfg.Topic), kgo.ProducerLinger(cfg.Linger),
 		kgo.ProducerBatchMaxBytes(clientBatchMaxBytes), kgo.MaxBufferedRecords(clientMaxBuffered)}
+	opts = append(opts, cfg.ClientOpts...)
 	notIdem := []kgo.Opt{kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(clientMaxInflight)}
 	switch cfg.Acks {
 	case "all", "-1", "":
@@ -437,8 +441,8 @@ func consume(ctx context.Context, cfg loadConfig, startClock func()) (loadResult
 	if want == 0 {
 		return loadResult{}, fmt.Errorf("topic %s is empty", cfg.Topic)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, cfg.ClientOpts...)...)
 	if err != nil {
 		return loadResult{}, err
 	}
@@ -482,8 +486,8 @@ func tally(fs kgo.Fetches, res *loadResult) {
 // from its send (in its first 8 bytes) to its consumption. The clock starts
 // once the consumer has read the whole warm-up.
 func endToEnd(ctx context.Context, cfg loadConfig, startClock func()) (loadResult, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(time.Second))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(time.Second)}, cfg.ClientOpts...)...)
 	if err != nil {
 		return loadResult{}, err
 	}

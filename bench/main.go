@@ -153,8 +153,8 @@ func suiteCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&cfg.Segments, "segments", 10000, "segments for the restart measure")
 	fs.StringVar(&cfg.Note, "note", "", "a note for the report header (e.g. the commit built)")
 	fs.BoolVar(&cfg.WarmMemory, "warm-memory", true, "touch the available memory once first, so no target pays the VM's first touch of memory")
-	targets := fs.String("targets", "kbroker,kfake,null,null-rf", "targets, in alternation order (also: kbroker-b; null-rf runs w2 only)")
-	wls := fs.String("workloads", "w1,w2,w3,w2-acks1,w4,restart", "w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart; "+
+	targets := fs.String("targets", "kbroker,kfake,null,null-rf,kbroker-sasl-ssl", "targets, in alternation order (also: kbroker-b; null-rf and kbroker-sasl-ssl run w2 only)")
+	wls := fs.String("workloads", "w1,w2,w3,w2-acks1,w4,restart,scram-conns", "w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart, scram-conns; "+
 		"the scale workloads (make bench-scale): partitions, connections (conn-one, conn-idle, conn-many), consumers (cg-fill, cg-one, cg-many)")
 	cfg.Scale = defaultScale
 	sc := &cfg.Scale
@@ -167,6 +167,8 @@ func suiteCmd(ctx context.Context, args []string) error {
 	fs.IntVar(&sc.IdleConns, "idle-conns", sc.IdleConns, "connections: idle connections beside conn-idle's producer")
 	fs.IntVar(&sc.Producers, "many-producers", sc.Producers, "connections: producers of conn-many")
 	fs.IntVar(&sc.Groups, "groups", sc.Groups, "consumers: consumer groups of cg-many")
+	fs.IntVar(&cfg.ScramConns, "scram-conns", 1000, "scram-conns: SCRAM-SHA-512 connections over SASL_SSL set up")
+	fs.IntVar(&cfg.ScramConcurrency, "scram-concurrency", 8, "scram-conns: connections set up at once")
 	fs.Parse(args)
 	var err error
 	if cfg.Caps, err = parseCaps(*records); err != nil {
@@ -206,13 +208,13 @@ func suiteCmd(ctx context.Context, args []string) error {
 
 func checkNames(targets []targetKind, wls []string) error {
 	for _, t := range targets {
-		if !slices.Contains([]targetKind{kindKbroker, kindKbrokerB, kindKfake, kindNull, kindNullRF}, t) {
+		if !slices.Contains([]targetKind{kindKbroker, kindKbrokerB, kindKfake, kindNull, kindNullRF, kindKbrokerSASLSSL}, t) {
 			return fmt.Errorf("--targets: unknown target %q", t)
 		}
 	}
 	ws := workloads(defaultCaps, 0, defaultScale)
 	for _, w := range wls {
-		if _, ok := ws[w]; !ok && w != "restart" && w != "partitions" {
+		if _, ok := ws[w]; !ok && w != "restart" && w != "partitions" && w != "scram-conns" {
 			return fmt.Errorf("--workloads: unknown workload %q", w)
 		}
 		if r := ws[w].reads; r != "" && !slices.Contains(wls, r) {

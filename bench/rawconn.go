@@ -39,17 +39,27 @@ func dialRaw(ctx context.Context, addr string) (*rawConn, error) {
 	if err != nil {
 		return nil, err
 	}
+	rc, err := handshakeRaw(ctx, c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	return rc, nil
+}
+
+// handshakeRaw sends ApiVersions v3 on c (plain TCP or TLS) and learns
+// the broker's versions; the caller closes c on an error.
+func handshakeRaw(ctx context.Context, c net.Conn) (*rawConn, error) {
+	addr := c.RemoteAddr().String()
 	rc := &rawConn{c: c, rd: bufio.NewReader(c), versions: map[int16]int16{}}
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 3
 	req.ClientSoftwareName, req.ClientSoftwareVersion = "kbench", "1"
 	resp := kmsg.NewPtrApiVersionsResponse()
 	if err := rc.do(ctx, req, resp); err != nil {
-		c.Close()
 		return nil, fmt.Errorf("ApiVersions to %s: %w", addr, err)
 	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		c.Close()
 		return nil, fmt.Errorf("ApiVersions to %s: %w", addr, err)
 	}
 	for _, k := range resp.ApiKeys {

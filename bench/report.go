@@ -109,6 +109,7 @@ func (s *suite) report() {
 		s.failures()
 		s.issue20()
 		s.issue8()
+		s.issue15()
 		s.scaleTable()
 		s.perRep()
 		s.bystanders()
@@ -126,7 +127,7 @@ func (s *suite) desc(w string) string {
 }
 
 // peers are the ratio columns of the results table: kbroker over each.
-var peers = []targetKind{kindKfake, kindNull, kindKbrokerB, kindNullRF}
+var peers = []targetKind{kindKfake, kindNull, kindKbrokerB, kindNullRF, kindKbrokerSASLSSL}
 
 func (s *suite) table() {
 	fmt.Fprintf(s.out, "\n## Results (medians of %d runs)\n\n", s.cfg.Reps)
@@ -268,6 +269,19 @@ func (s *suite) anyGoalRan(gs []goal) bool {
 		}
 	}
 	return false
+}
+
+// issue15Goals are the security issue's throughput goal.
+var issue15Goals = []goal{
+	{"w2 MB/s over SASL_SSL (SCRAM-SHA-512, TLS between brokers too) vs plaintext", side{"w2", kindKbrokerSASLSSL}, side{"w2", kindKbroker}, mMB, 0.6, true},
+}
+
+func (s *suite) issue15() {
+	if !s.has(kindKbrokerSASLSSL) || !s.attemptedAny("w2") {
+		return
+	}
+	fmt.Fprintf(s.out, "\n## Issue 15: kbroker over SASL_SSL against plaintext (ratios of medians, this run)\n\n")
+	s.goalTable(issue15Goals)
 }
 
 func (s *suite) issue20() {

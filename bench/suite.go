@@ -46,7 +46,10 @@ type suiteConfig struct {
 	Segments   int      // segments for the restart measure
 	Note       string   // printed in the report's header (the build, say)
 	WarmMemory bool     // touch the available memory once first (warm.go)
-	Scale      scaleConfig
+	// ScramConns SCRAM connections set up, ScramConcurrency at a time
+	// (scram-conns, secure.go).
+	ScramConns, ScramConcurrency int
+	Scale                        scaleConfig
 }
 
 // defaultCaps are the records per repetition: about 0.5 GB of values for
@@ -159,7 +162,7 @@ func rotation(targets []targetKind, rep int) []targetKind {
 // consumer groups and is no peer for holding partitions.
 func runsWorkload(t targetKind, w string) bool {
 	switch {
-	case t == kindNullRF:
+	case t == kindNullRF, t == kindKbrokerSASLSSL:
 		return w == "w2"
 	case t == kindNull:
 		return w != "partitions" && !strings.HasPrefix(w, "cg-")
@@ -245,6 +248,11 @@ func (s *suite) extras(ctx context.Context) {
 	if s.enabled("restart") && slices.Contains(s.cfg.Targets, kindKbroker) {
 		if err := s.restart(ctx); err != nil {
 			fmt.Fprintf(s.out, "\nrestart measure failed: %v\n", err)
+		}
+	}
+	if s.enabled("scram-conns") && s.cfg.ScramConns > 0 {
+		if err := s.scramConnections(ctx); err != nil {
+			fmt.Fprintf(s.out, "\nSCRAM connection measure failed: %v\n", err)
 		}
 	}
 	if s.cfg.PprofBin == "" {
@@ -409,6 +417,9 @@ func (s *suite) runOne(ctx context.Context, st *stage, name string, rr runRecord
 	c := st.clusters[rr.Target]
 	lc := s.ws[name].load
 	lc.Brokers, lc.Pids = c.addrs, c.pids()
+	if c.loadAddrs != nil { // a secured target: the load on its SASL_SSL listener
+		lc.Brokers, lc.ClientOpts = c.loadAddrs, c.loadOpts
+	}
 	var others []int
 	for t, o := range st.clusters {
 		if t != rr.Target {

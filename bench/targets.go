@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // targetKind names a broker implementation.
@@ -33,6 +34,10 @@ const (
 	// kindNullRF is the null broker writing each batch once per replica:
 	// the page-cache cost of replication alone, for context in w2.
 	kindNullRF targetKind = "null-rf"
+	// kindKbrokerSASLSSL is kbroker secured (secure.go): clients on
+	// SASL_SSL with SCRAM-SHA-512, brokers replicating over SASL_SSL too;
+	// it runs w2 only, beside plaintext kbroker in the same run.
+	kindKbrokerSASLSSL targetKind = "kbroker-sasl-ssl"
 )
 
 // cluster is a running target: n brokers in one or more processes.
@@ -43,6 +48,11 @@ type cluster struct {
 	procs []*exec.Cmd
 	exits []chan struct{}
 	dir   string // its data and logs
+	// loadAddrs and loadOpts, when set, are where and how the load's
+	// clients connect (a secured target); addrs stay the PLAINTEXT
+	// listener the suite's own topic and readiness checks use.
+	loadAddrs []string
+	loadOpts  []kgo.Opt
 	// inProcess, if not nil, stops a target that runs inside this process
 	// (the suite's tests); such a target has no pids to measure.
 	inProcess func()
@@ -113,6 +123,8 @@ func startCluster(ctx context.Context, o startOpts) (*cluster, error) {
 	switch o.kind {
 	case kindKbroker, kindKbrokerB:
 		return startKbroker(ctx, o)
+	case kindKbrokerSASLSSL:
+		return startSecureKbroker(ctx, o)
 	case kindKfake, kindNull, kindNullRF:
 		return startSelf(ctx, o)
 	}

@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func adminClient(brokers []string) (*kadm.Client, *kgo.Client, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+func adminClient(brokers []string, opts ...kgo.Opt) (*kadm.Client, *kgo.Client, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(brokers...)}, opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -28,7 +28,7 @@ func adminClient(brokers []string) (*kadm.Client, *kgo.Client, error) {
 // ensureTopic creates the topic (ignoring TOPIC_ALREADY_EXISTS) and waits
 // until every broker sees every partition led with a full ISR.
 func ensureTopic(ctx context.Context, cfg loadConfig) error {
-	adm, cl, err := adminClient(cfg.Brokers)
+	adm, cl, err := adminClient(cfg.Brokers, cfg.ClientOpts...)
 	if err != nil {
 		return err
 	}

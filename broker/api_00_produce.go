@@ -3,6 +3,7 @@ package broker
 // Produce (key 0), v3-v12 (record batch v2 only: v0-v2 carry old message
 // formats, which Kafka 4 no longer accepts; ApiVersions says so).
 //
+// Per topic: WRITE on it (TOPIC_AUTHORIZATION_FAILED, nothing appended).
 // Per partition: the topic must exist and this broker must lead the
 // partition (NOT_LEADER_OR_FOLLOWER otherwise, with the current leader in v10+
 // answers); the records must be within max.message.bytes (MESSAGE_TOO_LARGE)
@@ -37,6 +38,7 @@ import (
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/security/acl"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -62,6 +64,7 @@ func (b *Broker) handleProduce(_ context.Context, req *protocol.Request) protoco
 	var waits []pendingAck
 	failed := false
 	for _, rt := range r.Topics {
+		denied := b.topicAllowed(req, acl.OpWrite, rt.Topic)
 		out := kmsg.NewProduceResponseTopic()
 		out.Topic, out.TopicID = rt.Topic, rt.TopicID
 		out.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
@@ -69,6 +72,10 @@ func (b *Broker) handleProduce(_ context.Context, req *protocol.Request) protoco
 			pr := &out.Partitions[i]
 			*pr = kmsg.NewProduceResponseTopicPartition()
 			pr.Partition = rp.Partition
+			if denied != 0 {
+				pr.ErrorCode, failed = denied, true
+				continue
+			}
 			part, lastOffset := b.producePartition(view, rt.Topic, r.Acks, rp, pr)
 			if pr.ErrorCode != 0 {
 				failed = true

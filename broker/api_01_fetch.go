@@ -13,6 +13,9 @@ package broker
 // end it gets OFFSET_OUT_OF_RANGE. The first partition with data returns at
 // least one whole batch even beyond the byte limits (KIP-74).
 //
+// Authorization: consumers need READ on each topic, followers CLUSTER
+// CLUSTER_ACTION (TOPIC_AUTHORIZATION_FAILED on every partition otherwise).
+//
 // Long poll: when fewer than MinBytes are ready the request waits, on the
 // connection's writer, until appends or HW moves on its partitions make
 // MinBytes available or MaxWaitMillis passes; it is woken by the partitions'
@@ -95,7 +98,8 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return protocol.Response{Body: resp}
 	}
-	first := b.readFetch(r)
+	denied := b.fetchDenied(req, r)
+	first := b.readFetch(r, denied)
 	minBytes := max(int(r.MinBytes), 1)
 	if first.bytes >= minBytes || first.hasError || r.MaxWaitMillis <= 0 {
 		return protocol.Response{Body: first.body(), Done: first.release}
@@ -104,7 +108,7 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 	var last *fetchRead
 	return protocol.Response{
 		Later: func(ctx context.Context) kmsg.Response {
-			last = b.longPollFetch(ctx, r, minBytes, first)
+			last = b.longPollFetch(ctx, r, minBytes, denied, first)
 			return last.body()
 		},
 		Done: func() {
@@ -118,7 +122,7 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 // longPollFetch waits until MinBytes are ready, MaxWait passes or the
 // connection closes, and returns the last read, made into res (the
 // handler's first read, released).
-func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minBytes int, res *fetchRead) *fetchRead {
+func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minBytes int, denied map[string]bool, res *fetchRead) *fetchRead {
 	w := replication.NewWaiterFor(fetchWakeEvents(r))
 	parts := b.fetchPartitions(r)
 	for _, p := range parts {
@@ -134,7 +138,7 @@ func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minByt
 	for {
 		// Read before waiting: an append or HW move between the handler's
 		// first read and the watchers' registration above woke nobody.
-		res = b.readFetchInto(r, res)
+		res = b.readFetchInto(r, denied, res)
 		if res.bytes >= minBytes || res.hasError {
 			return res
 		}
@@ -142,9 +146,9 @@ func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minByt
 		select {
 		case <-w.C:
 		case <-timer.C:
-			return b.readFetchInto(r, res)
+			return b.readFetchInto(r, denied, res)
 		case <-ctx.Done():
-			return b.readFetchInto(r, res)
+			return b.readFetchInto(r, denied, res)
 		}
 	}
 }
@@ -190,12 +194,15 @@ func (b *Broker) fetchTopicName(view *metadataView, version int16, rt kmsg.Fetch
 	return ""
 }
 
-// readFetch reads every partition of r once.
-func (b *Broker) readFetch(r *kmsg.FetchRequest) *fetchRead { return b.readFetchInto(r, nil) }
+// readFetch reads every partition of r once; the topics in denied are
+// answered TOPIC_AUTHORIZATION_FAILED.
+func (b *Broker) readFetch(r *kmsg.FetchRequest, denied map[string]bool) *fetchRead {
+	return b.readFetchInto(r, denied, nil)
+}
 
-// readFetchInto reads every partition of r once into fr, a released
-// earlier read of r (reset and reused), or into a new one when fr is nil.
-func (b *Broker) readFetchInto(r *kmsg.FetchRequest, fr *fetchRead) *fetchRead {
+// readFetchInto is readFetch into fr, a released earlier read of r (reset
+// and reused), or into a new one when fr is nil.
+func (b *Broker) readFetchInto(r *kmsg.FetchRequest, denied map[string]bool, fr *fetchRead) *fetchRead {
 	view := b.view()
 	replicaID, _ := replication.FetchReplica(r)
 	if fr == nil {
@@ -219,6 +226,11 @@ func (b *Broker) readFetchInto(r *kmsg.FetchRequest, fr *fetchRead) *fetchRead {
 			op.Partition = rp.Partition
 			// Never null: librdkafka refuses a null record set.
 			op.RecordBatches = []byte{}
+			if denied[name] {
+				op.ErrorCode, fr.hasError = kerr.TopicAuthorizationFailed.Code, true
+				out.Partitions = append(out.Partitions, op)
+				continue
+			}
 			limit := min(int(rp.PartitionMaxBytes), budget)
 			n := b.readFetchPartition(view, r, name, replicaID, rp, int32(max(limit, 0)), minOne, &op, fr)
 			if n > 0 {

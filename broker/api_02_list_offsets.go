@@ -8,7 +8,8 @@ package broker
 // tiered storage), or a time: the first offset whose record timestamp is >=
 // it, found through the time index, or -1 when there is none. Answers carry
 // the leader epoch of the offset (v4+). Only the leader answers
-// (NOT_LEADER_OR_FOLLOWER), and CurrentLeaderEpoch is checked.
+// (NOT_LEADER_OR_FOLLOWER), and CurrentLeaderEpoch is checked. Needs DESCRIBE
+// on each topic (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -16,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) protocol.Response {
@@ -24,6 +26,7 @@ func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) pro
 	view := b.view()
 	fromReplica := r.ReplicaID >= 0
 	for _, rt := range r.Topics {
+		denied := b.topicAllowed(req, acl.OpDescribe, rt.Topic)
 		out := kmsg.NewListOffsetsResponseTopic()
 		out.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
@@ -31,6 +34,9 @@ func (b *Broker) handleListOffsets(_ context.Context, req *protocol.Request) pro
 			op.Partition = rp.Partition
 			op.Timestamp, op.Offset, op.LeaderEpoch = -1, -1, -1
 			part, code := b.heldPartition(view, rt.Topic, rp.Partition)
+			if denied != 0 {
+				part, code = nil, denied
+			}
 			op.ErrorCode = code
 			if part != nil {
 				res, err := part.ListOffset(rp.Timestamp, rp.CurrentLeaderEpoch, fromReplica)

@@ -9,11 +9,15 @@ package broker
 // name that do not exist are created when the request allows it (v4+; always
 // before v4) and auto.create.topics.enable is on; the answer for them is
 // LEADER_NOT_AVAILABLE, as Kafka's, and the client asks again.
-// v10+ may ask by topic id. ControllerID is the active controller when it is
+// v10+ may ask by topic id. Authorization: topics without DESCRIBE are left
+// out of an all-topics answer and TOPIC_AUTHORIZATION_FAILED when named;
+// auto-creation needs CLUSTER or TOPIC CREATE; authorized operations are
+// the principal's (KIP-430). ControllerID is the active controller when it is
 // a live broker (combined mode), otherwise a live broker, as KRaft answers.
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sort"
 
@@ -24,7 +28,8 @@ import (
 	"github.com/kbroker/kbroker/replication/controller"
 )
 
-// authorizedOpsAll is every operation allowed: kbroker has no ACLs yet.
+// authorizedOpsOmitted is KIP-430's "not asked for"; authorizedOpsAll the
+// bits authorizeMetadata replaces with the principal's (authz_metadata.go).
 const (
 	authorizedOpsOmitted int32 = -2147483648
 	authorizedOpsAll     int32 = 0x0FF8 // READ..IDEMPOTENT_WRITE bits 3-11
@@ -34,17 +39,19 @@ func (b *Broker) handleMetadata(_ context.Context, req *protocol.Request) protoc
 	r := req.Body.(*kmsg.MetadataRequest)
 	autoCreate := b.cfg.AutoCreateTopicsEnable && (r.Version < 4 || r.AllowAutoTopicCreation)
 	var missing []string
+	var createDenied map[string]int16
 	if autoCreate {
-		missing = b.missingTopics(r)
+		missing, createDenied = b.authorizeAutoCreate(req, b.missingTopics(r))
 	}
 	if len(missing) == 0 {
-		return protocol.Response{Body: b.metadataResponse(req, r, nil)}
+		return protocol.Response{Body: b.authorizeMetadata(req, r, b.metadataResponse(req, r, createDenied))}
 	}
 	// Creating goes through the controller: answer later, without holding up
 	// this connection's reader.
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
 		created := b.autoCreateTopics(ctx, missing)
-		return b.metadataResponse(req, r, created)
+		maps.Copy(created, createDenied)
+		return b.authorizeMetadata(req, r, b.metadataResponse(req, r, created))
 	}}
 }
 

@@ -13,11 +13,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleOffsetCommit(_ context.Context, req *protocol.Request) protocol.Response {
-	r := req.Body.(*kmsg.OffsetCommitRequest)
+	if code := b.groupAllowed(req, acl.OpRead, req.Body.(*kmsg.OffsetCommitRequest).Group); code != 0 {
+		return refuse(req, code)
+	}
+	r, denied := b.authorizeOffsetCommit(req, req.Body.(*kmsg.OffsetCommitRequest))
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.OffsetCommit(ctx, r)
+		resp := b.groups.coord.OffsetCommit(ctx, r)
+		resp.Topics = append(resp.Topics, denied...)
+		return resp
 	}}
 }

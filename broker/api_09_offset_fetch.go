@@ -17,6 +17,8 @@ import (
 func (b *Broker) handleOffsetFetch(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.OffsetFetchRequest)
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.OffsetFetch(ctx, r)
+		resp := b.groups.coord.OffsetFetch(ctx, r)
+		b.filterOffsetFetch(req, r, resp)
+		return resp
 	}}
 }

@@ -22,13 +22,13 @@ func (b *Broker) handleFindCoordinator(_ context.Context, req *protocol.Request)
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
 		resp := r.ResponseKind().(*kmsg.FindCoordinatorResponse)
 		if r.Version < 4 {
-			c := b.findCoordinator(ctx, r.CoordinatorKey, r.CoordinatorType, req.Conn.Listener)
+			c := b.findAuthorizedCoordinator(ctx, req, r.CoordinatorKey, r.CoordinatorType)
 			resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 			resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 			return resp
 		}
 		for _, key := range r.CoordinatorKeys {
-			resp.Coordinators = append(resp.Coordinators, b.findCoordinator(ctx, key, r.CoordinatorType, req.Conn.Listener))
+			resp.Coordinators = append(resp.Coordinators, b.findAuthorizedCoordinator(ctx, req, key, r.CoordinatorType))
 		}
 		return resp
 	}}

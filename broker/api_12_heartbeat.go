@@ -12,10 +12,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleHeartbeat(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.HeartbeatRequest)
+	if code := b.groupAllowed(req, acl.OpRead, r.Group); code != 0 {
+		return refuse(req, code)
+	}
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
 		return b.groups.coord.Heartbeat(ctx, r)
 	}}

@@ -15,8 +15,11 @@ import (
 )
 
 func (b *Broker) handleDescribeGroups(_ context.Context, req *protocol.Request) protocol.Response {
-	r := req.Body.(*kmsg.DescribeGroupsRequest)
+	r, denied := b.authorizeDescribeGroups(req, req.Body.(*kmsg.DescribeGroupsRequest))
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.DescribeGroups(ctx, r)
+		resp := b.groups.coord.DescribeGroups(ctx, r)
+		b.describedGroupsOps(req, r, resp)
+		resp.Groups = append(resp.Groups, denied...)
+		return resp
 	}}
 }

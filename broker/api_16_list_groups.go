@@ -17,6 +17,8 @@ import (
 func (b *Broker) handleListGroups(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.ListGroupsRequest)
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.ListGroups(ctx, r)
+		resp := b.groups.coord.ListGroups(ctx, r)
+		b.filterListGroups(req, resp)
+		return resp
 	}}
 }

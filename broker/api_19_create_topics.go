@@ -19,7 +19,7 @@ import (
 )
 
 func (b *Broker) handleCreateTopics(_ context.Context, req *protocol.Request) protocol.Response {
-	r := req.Body.(*kmsg.CreateTopicsRequest)
+	r, denied := b.authorizeCreateTopics(req, req.Body.(*kmsg.CreateTopicsRequest))
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
 		ctx, cancel := requestContext(ctx, r.TimeoutMillis)
 		defer cancel()
@@ -29,6 +29,7 @@ func (b *Broker) handleCreateTopics(_ context.Context, req *protocol.Request) pr
 			return errorResponse(req, kerr.RequestTimedOut.Code)
 		}
 		out := resp.(*kmsg.CreateTopicsResponse)
+		defer func() { out.Topics = append(out.Topics, denied...) }()
 		if !r.ValidateOnly {
 			b.waitForView(ctx, func(v *metadataView) bool {
 				for _, t := range out.Topics {

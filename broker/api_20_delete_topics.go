@@ -17,7 +17,7 @@ import (
 )
 
 func (b *Broker) handleDeleteTopics(_ context.Context, req *protocol.Request) protocol.Response {
-	r := req.Body.(*kmsg.DeleteTopicsRequest)
+	r, denied := b.authorizeDeleteTopics(req, req.Body.(*kmsg.DeleteTopicsRequest))
 	if !b.cfg.DeleteTopicEnable {
 		return protocol.Response{Body: errorResponse(req, kerr.TopicDeletionDisabled.Code)}
 	}
@@ -30,6 +30,7 @@ func (b *Broker) handleDeleteTopics(_ context.Context, req *protocol.Request) pr
 			return errorResponse(req, kerr.RequestTimedOut.Code)
 		}
 		out := resp.(*kmsg.DeleteTopicsResponse)
+		defer func() { out.Topics = append(out.Topics, denied...) }()
 		b.waitForView(ctx, func(v *metadataView) bool {
 			for _, t := range out.Topics {
 				if t.ErrorCode != 0 {

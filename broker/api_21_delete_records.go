@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleDeleteRecords(_ context.Context, req *protocol.Request) protocol.Response {
@@ -22,12 +23,16 @@ func (b *Broker) handleDeleteRecords(_ context.Context, req *protocol.Request) p
 	resp := r.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	view := b.view()
 	for _, rt := range r.Topics {
+		denied := b.topicAllowed(req, acl.OpDelete, rt.Topic)
 		out := kmsg.NewDeleteRecordsResponseTopic()
 		out.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			op := kmsg.NewDeleteRecordsResponseTopicPartition()
 			op.Partition, op.LowWatermark = rp.Partition, -1
 			part, code := b.heldPartition(view, rt.Topic, rp.Partition)
+			if denied != 0 {
+				part, code = nil, denied
+			}
 			op.ErrorCode = code
 			if part != nil {
 				low, err := part.DeleteRecordsBefore(rp.Offset)

@@ -23,7 +23,12 @@ func (b *Broker) handleInitProducerID(_ context.Context, req *protocol.Request) 
 	resp := r.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if r.TransactionalID != nil {
+		// Transactions are wired later; their InitProducerId checks
+		// b.TransactionalIDAllowed(req, acl.OpWrite, id) first.
 		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		return protocol.Response{Body: resp}
+	}
+	if resp.ErrorCode = b.idempotentAllowed(req); resp.ErrorCode != 0 {
 		return protocol.Response{Body: resp}
 	}
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {

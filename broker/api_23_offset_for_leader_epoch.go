@@ -23,6 +23,7 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, req *protocol.Req
 	view := b.view()
 	fromFollower := r.Version >= 3 && r.ReplicaID >= 0
 	for _, rt := range r.Topics {
+		denied := b.offsetForLeaderEpochDenied(req, fromFollower, rt.Topic)
 		out := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		out.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
@@ -30,6 +31,9 @@ func (b *Broker) handleOffsetForLeaderEpoch(_ context.Context, req *protocol.Req
 			op.Partition = rp.Partition
 			op.LeaderEpoch, op.EndOffset = -1, -1
 			part, code := b.heldPartition(view, rt.Topic, rp.Partition)
+			if denied != 0 {
+				part, code = nil, denied
+			}
 			op.ErrorCode = code
 			if part != nil {
 				res, err := part.EndOffsetForEpoch(rp.LeaderEpoch, rp.CurrentLeaderEpoch, fromFollower)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 // Kafka's DescribeConfigs config sources.
@@ -51,6 +52,10 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request)
 	for _, rr := range r.Resources {
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
+		if res.ErrorCode = b.configResourceAllowed(req, acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName); res.ErrorCode != 0 {
+			resp.Resources = append(resp.Resources, res)
+			continue
+		}
 		switch rr.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
 			b.describeTopicConfigs(view, r, rr, &res)

@@ -12,5 +12,6 @@ import (
 )
 
 func (b *Broker) handleAlterConfigs(_ context.Context, req *protocol.Request) protocol.Response {
-	return b.forwardAdmin(req, timeoutOf(req.Body.(*kmsg.AlterConfigsRequest)))
+	keep, addDenied := b.authorizeAlterConfigs(req, req.Body.(*kmsg.AlterConfigsRequest))
+	return b.forwardAuthorized(req, timeoutOf(req.Body), keep, addDenied)
 }

@@ -18,11 +18,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleDescribeLogDirs(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.DescribeLogDirsRequest)
 	resp := r.ResponseKind().(*kmsg.DescribeLogDirsResponse)
+	if resp.ErrorCode = b.clusterAllowed(req, acl.OpDescribe); resp.ErrorCode != 0 {
+		return protocol.Response{Body: resp}
+	}
 	wanted := func(topic string, p int32) bool {
 		if r.Topics == nil {
 			return true

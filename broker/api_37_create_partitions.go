@@ -12,5 +12,6 @@ import (
 )
 
 func (b *Broker) handleCreatePartitions(_ context.Context, req *protocol.Request) protocol.Response {
-	return b.forwardAdmin(req, timeoutOf(req.Body.(*kmsg.CreatePartitionsRequest)))
+	keep, addDenied := b.authorizeCreatePartitions(req, req.Body.(*kmsg.CreatePartitionsRequest))
+	return b.forwardAuthorized(req, timeoutOf(req.Body), keep, addDenied)
 }

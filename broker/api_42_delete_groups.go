@@ -15,8 +15,10 @@ import (
 )
 
 func (b *Broker) handleDeleteGroups(_ context.Context, req *protocol.Request) protocol.Response {
-	r := req.Body.(*kmsg.DeleteGroupsRequest)
+	r, denied := b.authorizeDeleteGroups(req, req.Body.(*kmsg.DeleteGroupsRequest))
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.DeleteGroups(ctx, r)
+		resp := b.groups.coord.DeleteGroups(ctx, r)
+		resp.Groups = append(resp.Groups, denied...)
+		return resp
 	}}
 }

@@ -12,5 +12,6 @@ import (
 )
 
 func (b *Broker) handleIncrementalAlterConfigs(_ context.Context, req *protocol.Request) protocol.Response {
-	return b.forwardAdmin(req, timeoutOf(req.Body.(*kmsg.IncrementalAlterConfigsRequest)))
+	keep, addDenied := b.authorizeIncrementalAlterConfigs(req, req.Body.(*kmsg.IncrementalAlterConfigsRequest))
+	return b.forwardAuthorized(req, timeoutOf(req.Body), keep, addDenied)
 }

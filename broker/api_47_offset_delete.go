@@ -12,11 +12,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleOffsetDelete(_ context.Context, req *protocol.Request) protocol.Response {
-	r := req.Body.(*kmsg.OffsetDeleteRequest)
+	if code := b.groupAllowed(req, acl.OpDelete, req.Body.(*kmsg.OffsetDeleteRequest).Group); code != 0 {
+		return refuse(req, code)
+	}
+	r, denied := b.authorizeOffsetDelete(req, req.Body.(*kmsg.OffsetDeleteRequest))
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.OffsetDelete(ctx, r)
+		resp := b.groups.coord.OffsetDelete(ctx, r)
+		if resp.ErrorCode == 0 {
+			resp.Topics = append(resp.Topics, denied...)
+		}
+		return resp
 	}}
 }

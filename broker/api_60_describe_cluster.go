@@ -27,7 +27,7 @@ func (b *Broker) handleDescribeCluster(_ context.Context, req *protocol.Request)
 	resp.EndpointType = r.EndpointType
 	resp.ClusterAuthorizedOperations = authorizedOpsOmitted
 	if r.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = authorizedOpsAll
+		resp.ClusterAuthorizedOperations = b.clusterAuthorizedOps(req)
 	}
 	switch r.EndpointType {
 	case 0, 1: // brokers

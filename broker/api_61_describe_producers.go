@@ -14,6 +14,7 @@ import (
 
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleDescribeProducers(_ context.Context, req *protocol.Request) protocol.Response {
@@ -21,12 +22,16 @@ func (b *Broker) handleDescribeProducers(_ context.Context, req *protocol.Reques
 	resp := r.ResponseKind().(*kmsg.DescribeProducersResponse)
 	view := b.view()
 	for _, rt := range r.Topics {
+		denied := b.topicAllowed(req, acl.OpRead, rt.Topic)
 		out := kmsg.NewDescribeProducersResponseTopic()
 		out.Topic = rt.Topic
 		for _, idx := range rt.Partitions {
 			op := kmsg.NewDescribeProducersResponseTopicPartition()
 			op.Partition = idx
 			part, code := b.heldPartition(view, rt.Topic, idx)
+			if denied != 0 {
+				code = denied
+			}
 			switch {
 			case code != 0:
 				op.ErrorCode = code

@@ -16,6 +16,14 @@ import (
 
 func (b *Broker) handleConsumerGroupHeartbeat(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.ConsumerGroupHeartbeatRequest)
+	if code, msg := b.consumerHeartbeatDenied(req, r); code != 0 {
+		resp := r.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+		resp.ErrorCode = code
+		if msg != "" {
+			resp.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		return protocol.Response{Body: resp}
+	}
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
 		return b.groups.coord.ConsumerGroupHeartbeat(ctx, clientOf(req.ClientIDString(), req.Conn.Remote), r)
 	}}

@@ -12,11 +12,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleConsumerGroupDescribe(_ context.Context, req *protocol.Request) protocol.Response {
-	r := req.Body.(*kmsg.ConsumerGroupDescribeRequest)
+	r, denied := b.authorizeConsumerGroupDescribe(req, req.Body.(*kmsg.ConsumerGroupDescribeRequest))
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		return b.groups.coord.ConsumerGroupDescribe(ctx, r)
+		resp := b.groups.coord.ConsumerGroupDescribe(ctx, r)
+		for i := range resp.Groups {
+			if g := &resp.Groups[i]; r.IncludeAuthorizedOperations && g.ErrorCode == 0 {
+				g.AuthorizedOperations = b.authorizedOps(req, acl.ResourceGroup, g.Group)
+			}
+		}
+		resp.Groups = append(resp.Groups, denied...)
+		return resp
 	}}
 }

@@ -16,11 +16,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleListConfigResources(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.ListConfigResourcesRequest)
 	resp := r.ResponseKind().(*kmsg.ListConfigResourcesResponse)
+	if resp.ErrorCode = b.clusterAllowed(req, acl.OpDescribeConfigs); resp.ErrorCode != 0 {
+		return protocol.Response{Body: resp}
+	}
 	if r.Version == 0 {
 		return protocol.Response{Body: resp} // client metrics resources only
 	}

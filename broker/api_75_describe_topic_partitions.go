@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleDescribeTopicPartitions(_ context.Context, req *protocol.Request) protocol.Response {
@@ -47,6 +48,14 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, req *protocol.
 		out := kmsg.NewDescribeTopicPartitionsResponseTopic()
 		out.Topic = kmsg.StringPtr(name)
 		out.AuthorizedOperations = authorizedOpsOmitted
+		if keep, code := b.describedTopicCheck(req, len(r.Topics) > 0, name); code != 0 || !keep {
+			if keep {
+				out.ErrorCode = code
+				resp.Topics = append(resp.Topics, out)
+			}
+			continue
+		}
+		out.AuthorizedOperations = b.authorizedOps(req, acl.ResourceTopic, name)
 		t, ok := img.Topics[name]
 		if !ok {
 			out.ErrorCode = kerr.UnknownTopicOrPartition.Code

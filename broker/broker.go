@@ -18,6 +18,7 @@ import (
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/replication/controller"
+	"github.com/kbroker/kbroker/security/acl"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -46,6 +47,10 @@ type Broker struct {
 
 	metrics    *metrics
 	httpServer *http.Server // /metrics, /healthz, /readyz
+
+	sec     *brokerSecurity    // listeners' TLS and SASL, clients' credentials (security.go)
+	authz   *acl.Authorizer    // nil: no authorizer configured (authz.go)
+	stopSec context.CancelFunc // stops the certificate reloads
 	// serving is set once requests are processed (unfenced and listening).
 	serving atomic.Bool
 
@@ -74,6 +79,9 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
 		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
 	}
+	if err := b.startSecurity(ctx); err != nil {
+		return err
+	}
 	if !b.cfg.HasRole(config.RoleBroker) {
 		return b.startControllerOnly(ctx)
 	}
@@ -93,6 +101,7 @@ func (b *Broker) Start(ctx context.Context) error {
 		return fmt.Errorf("starting controller node: %w", err)
 	}
 	b.ctrl = ctrl
+	ctrl.Subscribe(b.applySecurityImage)
 	b.server = protocol.NewServer(b.dispatch, b.serverOptions())
 	b.groups = newGroups(b)
 	ctrl.Subscribe(b.applyImage)
@@ -133,6 +142,7 @@ func (b *Broker) startControllerOnly(ctx context.Context) error {
 		return fmt.Errorf("starting controller node: %w", err)
 	}
 	b.ctrl = ctrl
+	ctrl.Subscribe(b.applySecurityImage)
 	if err := ctrl.WaitReady(ctx); err != nil {
 		return fmt.Errorf("waiting for the metadata log: %w", err)
 	}
@@ -180,6 +190,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		l.Close() // bound but never served when Start failed early
 	}
 	b.stopMetrics()
+	if b.stopSec != nil {
+		b.stopSec()
+	}
 	b.wg.Wait()
 	if b.groups != nil {
 		b.groups.close()

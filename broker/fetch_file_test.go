@@ -38,7 +38,7 @@ func TestFetchRecordsCarryTheirSegmentFile(t *testing.T) {
 		rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = offset, 1<<20, -1
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		fr := br.readFetch(req)
+		fr := br.readFetch(req, nil)
 		t.Cleanup(fr.release)
 		return fr
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kbroker/kbroker/console"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/security/acl"
 )
 
 // metrics are the broker's Prometheus metrics, on their own registry (no
@@ -38,6 +39,8 @@ type metrics struct {
 	isrExpands    prometheus.Counter
 	elections     *prometheus.CounterVec // type: clean, unclean
 	rebalances    prometheus.Counter
+	authFailures  *prometheus.CounterVec // listener, mechanism
+	denials       *prometheus.CounterVec // api, resource_type
 
 	errorCodeField sync.Map // reflect.Type of a response -> index of its ErrorCode field, -1 if none
 }
@@ -67,8 +70,12 @@ func newMetrics() *metrics {
 		Help: "Leader elections seen in the metadata log (cluster-wide): clean (from the ISR) or unclean."}, []string{"type"})
 	m.rebalances = prometheus.NewCounter(prometheus.CounterOpts{Name: "kbroker_group_rebalances_total",
 		Help: "Classic-protocol rebalances completed by groups this broker coordinates."})
+	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_failed_authentication_total",
+		Help: "Failed authentications (TLS handshakes and SASL exchanges), by listener and mechanism."}, []string{"listener", "mechanism"})
+	m.denials = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_authorization_denied_total",
+		Help: "Operations the authorizer denied on resources requests named, by API and resource type."}, []string{"api", "resource_type"})
 	m.reg.MustRegister(m.requests, m.requestErrors, m.latency, m.bytesIn, m.recordsIn, m.bytesOut, m.recordsOut,
-		m.isrShrinks, m.isrExpands, m.elections, m.rebalances,
+		m.isrShrinks, m.isrExpands, m.elections, m.rebalances, m.authFailures, m.denials,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -87,6 +94,19 @@ func (m *metrics) observe(req *protocol.Request, resp kmsg.Response, dur time.Du
 	}
 	if jg, ok := resp.(*kmsg.JoinGroupResponse); ok && jg.ErrorCode == 0 && jg.MemberID != "" && jg.MemberID == jg.LeaderID {
 		m.rebalances.Inc() // one leader answer per completed rebalance
+	}
+}
+
+// onAuthFailure counts a failed authentication (protocol.ServerOptions).
+func (m *metrics) onAuthFailure(f protocol.AuthFailure) {
+	m.authFailures.WithLabelValues(f.Conn.Listener, f.Mechanism).Inc()
+}
+
+// onDeny counts a denial of an operation the request named
+// (acl.Options.OnDeny); filtering decisions are not counted.
+func (m *metrics) onDeny(req acl.Request, act acl.Action) {
+	if act.LogIfDenied {
+		m.denials.WithLabelValues(req.API, act.Type.String()).Inc()
 	}
 }
 

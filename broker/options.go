@@ -13,6 +13,7 @@ import (
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/replication/controller"
+	"github.com/kbroker/kbroker/security/session"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -47,6 +48,7 @@ func (b *Broker) replicaOptions() replication.ManagerOptions {
 			Backoff:           b.cfg.ReplicaFetchBackoff,
 			LeaderAddr:        b.interBrokerAddr,
 			BrokerEpoch:       func() int64 { return b.ctrl.BrokerEpoch() },
+			Security:          b.sec.interBroker,
 		},
 		Now:    b.now,
 		Logger: b.logger.With("component", "replication"),
@@ -62,7 +64,7 @@ func (b *Broker) controllerOptions() controller.Options {
 		NodeID:                       b.cfg.NodeID,
 		ListenAddr:                   b.metadataListenAddr(),
 		Voters:                       voters,
-		DataDir:                      filepath.Join(b.cfg.EffectiveMetadataLogDir(), "__cluster_metadata-0"),
+		DataDir:                      MetadataDir(b.cfg),
 		ClusterID:                    b.cfg.ClusterID,
 		ElectionTimeout:              b.cfg.ControllerQuorumElectionTimeout,
 		HeartbeatTimeout:             b.cfg.ControllerQuorumElectionTimeout,
@@ -75,9 +77,16 @@ func (b *Broker) controllerOptions() controller.Options {
 		LeaderImbalanceCheckInterval: b.cfg.LeaderImbalanceCheckInterval,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
 		ValidateBrokerConfig:         config.ValidateBrokerConfig,
+		Security:                     b.sec.controllerSecurity(b.cfg, b.metrics.onAuthFailure),
 		Logger:                       b.logger.With("component", "controller"),
 		Now:                          b.now,
 	}
+}
+
+// MetadataDir is where this node keeps its share of the metadata log
+// (controller.Options.DataDir).
+func MetadataDir(cfg *config.Config) string {
+	return filepath.Join(cfg.EffectiveMetadataLogDir(), "__cluster_metadata-0")
 }
 
 func (b *Broker) serverOptions() protocol.ServerOptions {
@@ -87,6 +96,8 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 		MaxConnections:  int(min(b.cfg.MaxConnections, math.MaxInt32)),
 		Logger:          b.logger.With("component", "network"),
 		Observe:         b.metrics.observe,
+		Listeners:       b.sec.serverListeners(),
+		OnAuthFailure:   b.metrics.onAuthFailure,
 	}
 }
 
@@ -96,12 +107,22 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 func (b *Broker) registration() controller.BrokerRegistration {
 	var eps []controller.Endpoint
 	for _, l := range b.advertisedListeners() {
-		eps = append(eps, controller.Endpoint{Name: l.Name, Host: l.Host, Port: l.Port})
+		eps = append(eps, controller.Endpoint{Name: l.Name, Host: l.Host, Port: l.Port, SecurityProtocol: b.protocolCode(l.Name)})
 	}
 	if cl, ok := b.cfg.ControllerListener(); ok {
-		eps = append(eps, controller.Endpoint{Name: cl.Name, Host: cl.Host, Port: cl.Port})
+		eps = append(eps, controller.Endpoint{Name: cl.Name, Host: cl.Host, Port: cl.Port, SecurityProtocol: b.protocolCode(cl.Name)})
 	}
 	return controller.BrokerRegistration{Listeners: eps, Rack: b.cfg.BrokerRack}
+}
+
+// protocolCode is a listener's security protocol as BrokerRegistration
+// carries it (Kafka's SecurityProtocol ids).
+func (b *Broker) protocolCode(listener string) int16 {
+	p, err := session.ParseProtocol(b.cfg.ListenerProtocol(listener))
+	if err != nil {
+		return 0
+	}
+	return map[session.Protocol]int16{session.Plaintext: 0, session.SSL: 1, session.SASLPlaintext: 2, session.SASLSSL: 3}[p]
 }
 
 // advertisedListeners are the configured advertised listeners, with the

@@ -50,7 +50,7 @@ func (c *cluster) describe(topic string, p int32) (partitionState, error) {
 		if !n.Serving() {
 			continue
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(n.clientAddr))
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.clientAddr)}, c.clientOpts...)...)
 		if err != nil {
 			return partitionState{}, err
 		}

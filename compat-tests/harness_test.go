@@ -60,6 +60,8 @@ type cluster struct {
 	nodes []*node // brokers; node id i+1 at index i
 	// controller is the controller-only node, when separateController.
 	controller *node
+	// clientOpts reach clientAddr (TLS, SASL) when it is secured.
+	clientOpts []kgo.Opt
 }
 
 // clusterOpts tune startCluster.
@@ -268,7 +270,7 @@ func (c *cluster) waitServing(d time.Duration) {
 			if !n.Running() {
 				continue
 			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(n.clientAddr))
+			cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(n.clientAddr)}, c.clientOpts...)...)
 			if err != nil {
 				return err
 			}

@@ -161,6 +161,24 @@ type Config struct {
 	LogFormat             string        // log.format: text, json (flag alias --log-format)
 	LogLevel              string        // log.level: debug, info, warn, error (flag alias --log-level)
 
+	// Security (see security.go for the ssl.*, sasl.* and listener.name.*
+	// properties in Security).
+
+	SecurityInterBrokerProtocol      string        // security.inter.broker.protocol; sets InterBrokerListenerName when that is unset
+	SaslMechanismInterBrokerProtocol string        // sasl.mechanism.inter.broker.protocol
+	SaslMechanismControllerProtocol  string        // sasl.mechanism.controller.protocol
+	SuperUsers                       string        // super.users: semicolon-separated principals
+	AllowEveryoneIfNoACLFound        bool          // allow.everyone.if.no.acl.found
+	AuthorizerClassName              string        // authorizer.class.name; empty = no authorization
+	ConnectionsMaxReauth             time.Duration // connections.max.reauth.ms; 0 = sessions do not expire
+	ConnectionFailedAuthDelay        time.Duration // connection.failed.authentication.delay.ms
+	SSLStoreReloadInterval           time.Duration // ssl.store.reload.interval.ms (kbroker key); 0 = no file checks
+
+	// Security holds the ssl.*, sasl.* and listener.name.* properties that
+	// were set, as given (key -> value); read them with Property and
+	// ListenerProperty.
+	Security map[string]string
+
 	// Ignored lists the keys that were set (in the file or the environment)
 	// that Kafka knows but kbroker does not use; the broker logs them.
 	Ignored []string

@@ -130,7 +130,7 @@ func TestKeyTableCoversConfig(t *testing.T) {
 	v := reflect.ValueOf(c).Elem()
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
-		if !f.IsExported() || f.Name == "Ignored" || f.Name == "Unknown" {
+		if !f.IsExported() || f.Name == "Ignored" || f.Name == "Unknown" || f.Name == "Security" {
 			continue
 		}
 		if !bound[v.Field(i).Addr().Pointer()] {
@@ -265,9 +265,11 @@ func TestValidate(t *testing.T) {
 			[]string{"config: log.dirs is empty"}},
 		{"no listeners", mutate(func(c *Config) { c.Listeners, c.AdvertisedListeners = nil, nil }),
 			[]string{"config: listeners is empty"}},
-		{"SSL listener", mutate(func(c *Config) {
-			c.Listeners = append(c.Listeners, Listener{Name: "SSL", Host: "127.0.0.1", Port: 9093})
-		}), []string{"config: listeners: listener SSL uses security protocol SSL, but kbroker supports only PLAINTEXT"}},
+		{"unknown security protocol", mutate(func(c *Config) {
+			c.ListenerSecurityProtocolMap["PLAINTEXT"] = "KERBEROS"
+		}), []string{`"KERBEROS" is not one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL`}},
+		{"foreign authorizer", mutate(func(c *Config) { c.AuthorizerClassName = "kafka.security.authorizer.AclAuthorizer" }),
+			[]string{"authorizer.class.name=kafka.security.authorizer.AclAuthorizer is not supported"}},
 		{"listener missing from map", mutate(func(c *Config) { c.Listeners[0].Name = "INTERNAL"; c.InterBrokerListenerName = "INTERNAL" }),
 			[]string{"config: listener.security.protocol.map has no entry for listener INTERNAL"}},
 		{"unknown protocol", mutate(func(c *Config) { c.ListenerSecurityProtocolMap["X"] = "QUIC" }),

@@ -43,6 +43,7 @@ func (c *Config) Entries() []Entry {
 		}
 		out = append(out, e)
 	}
+	out = append(out, c.securityEntries()...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

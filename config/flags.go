@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -10,6 +11,11 @@ import (
 // FlagConfig is the name of the flag that gives the config file.
 const FlagConfig = "config"
 
+// FlagOverride is the name of the repeatable key=value flag that sets any
+// key, as kafka-server-start.sh --override does: the only way besides the
+// config file to set listener.name.<l>.* properties.
+const FlagOverride = "override"
+
 // RegisterFlags adds --config and one flag per key under its Kafka name
 // (--log.dirs=/x, --min.insync.replicas=2), plus the keys' aliases
 // (--log-format, --log-level). Flags take their value as Kafka text and are
@@ -18,6 +24,7 @@ const FlagConfig = "config"
 // alone means true.
 func RegisterFlags(fs *pflag.FlagSet) {
 	fs.String(FlagConfig, "", "a config `file`: YAML (.yaml, .yml), TOML (.toml), JSON (.json), or Kafka properties (.properties or no extension)")
+	fs.StringArray(FlagOverride, nil, "set any config `key=value` (repeatable), e.g. --override listener.name.sasl_ssl.plain.sasl.jaas.config='...'")
 	for i := range keyTable {
 		k := &keyTable[i]
 		v := &flagValue{value: k.Default, typ: flagType(k), list: k.isList()}
@@ -51,6 +58,26 @@ func flagValues(fs *pflag.FlagSet) map[string]string {
 		}
 	}
 	return out
+}
+
+// overrideValues reads the --override key=value flags in fs.
+func overrideValues(fs *pflag.FlagSet) (map[string]string, error) {
+	out := map[string]string{}
+	if fs == nil || fs.Lookup(FlagOverride) == nil {
+		return out, nil
+	}
+	items, err := fs.GetStringArray(FlagOverride)
+	if err != nil {
+		return nil, err
+	}
+	for _, item := range items {
+		key, value, ok := strings.Cut(item, "=")
+		if key = strings.TrimSpace(key); !ok || key == "" {
+			return nil, fmt.Errorf("config: --override %q is not key=value", item)
+		}
+		out[key] = value
+	}
+	return out, nil
 }
 
 // flagValue holds a flag's text; Load parses it.

@@ -6,16 +6,14 @@ import (
 )
 
 // ignoredKeys are Apache Kafka 3.x/4.x server configs that kbroker accepts
-// and does not use: thread pools, socket buffers, security (kbroker serves
-// PLAINTEXT only), quotas, metrics reporters, ZooKeeper, tiered storage,
-// share groups, and the internal topics it manages itself. A file may keep
+// and does not use: thread pools, socket buffers, quotas, metrics
+// reporters, ZooKeeper, tiered storage, share groups, and the internal topics it manages itself. A file may keep
 // them; the broker logs them as ignored.
 var ignoredKeys = []string{
 	"alter.config.policy.class.name", "alter.log.dirs.replication.quota.window.num",
-	"alter.log.dirs.replication.quota.window.size.seconds", "authorizer.class.name",
+	"alter.log.dirs.replication.quota.window.size.seconds",
 	"auto.include.jmx.reporter", "background.threads", "broker.id.generation.enable",
 	"client.quota.callback.class", "client.telemetry.max.bytes",
-	"connection.failed.authentication.delay.ms", "connections.max.reauth.ms",
 	"control.plane.listener.name", "controlled.shutdown.max.retries",
 	"controlled.shutdown.retry.backoff.ms", "controller.quorum.append.linger.ms",
 	"controller.quorum.auto.join.enable", "controller.quorum.election.backoff.max.ms",
@@ -41,10 +39,10 @@ var ignoredKeys = []string{
 	"remote.fetch.max.wait.ms", "remote.list.offsets.request.timeout.ms",
 	"replica.selector.class", "replication.quota.window.num",
 	"replication.quota.window.size.seconds", "request.timeout.ms", "reserved.broker.max.id",
-	"security.inter.broker.protocol", "security.providers", "server.max.startup.time.ms",
+	"security.providers", "server.max.startup.time.ms",
 	"socket.connection.setup.timeout.max.ms", "socket.connection.setup.timeout.ms",
 	"socket.listen.backlog.size", "socket.receive.buffer.bytes", "socket.send.buffer.bytes",
-	"super.users", "allow.everyone.if.no.acl.found", "telemetry.max.bytes",
+	"telemetry.max.bytes",
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms",
 	"transaction.partition.verification.enable",
 	"transaction.remove.expired.transaction.cleanup.interval.ms",
@@ -56,8 +54,8 @@ var ignoredKeys = []string{
 // the key table is never ignored, even if a prefix matches it
 // (log.cleaner.delete.retention.ms, group.max.size).
 var ignoredPrefixes = []string{
-	"config.providers", "delegation.token.", "group.", "listener.name.", "log.cleaner.",
-	"password.encoder.", "remote.log.", "sasl.", "share.", "ssl.", "transaction.state.log.",
+	"config.providers", "delegation.token.", "group.", "log.cleaner.",
+	"password.encoder.", "remote.log.", "share.", "transaction.state.log.",
 	"zookeeper.",
 }
 
@@ -65,15 +63,18 @@ var ignoredPrefixes = []string{
 type keyClass int
 
 const (
-	classKnown   keyClass = iota // in the key table
-	classIgnored                 // a Kafka config kbroker does not use
-	classUnknown                 // nobody's
+	classKnown    keyClass = iota // in the key table
+	classSecurity                 // an ssl.*, sasl.* or listener.name.* property (security.go)
+	classIgnored                  // a Kafka config kbroker does not use
+	classUnknown                  // nobody's
 )
 
 func classify(name string) keyClass {
 	switch {
 	case keyByName(name) != nil:
 		return classKnown
+	case isSecurityProperty(name):
+		return classSecurity
 	case slices.Contains(ignoredKeys, name):
 		return classIgnored
 	case slices.ContainsFunc(ignoredPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }):

@@ -38,7 +38,7 @@ func Load(args LoadArgs) (*Config, error) {
 	var ignored, unknown []string
 	note := func(name string, o origin, label string) {
 		switch classify(name) {
-		case classKnown:
+		case classKnown, classSecurity:
 			set[name] = o
 		case classIgnored:
 			ignored = append(ignored, name)
@@ -69,6 +69,13 @@ func Load(args LoadArgs) (*Config, error) {
 	}
 	for name, raw := range flagValues(args.Flags) {
 		set[name] = origin{source: SourceFlag, raw: raw}
+	}
+	overrides, err := overrideValues(args.Flags)
+	if err != nil {
+		return nil, err
+	}
+	for name, raw := range overrides {
+		note(name, origin{source: SourceFlag, raw: raw}, name)
 	}
 
 	hostname := args.Hostname

@@ -445,8 +445,11 @@ func TestLoadInvalid(t *testing.T) {
 			want: []string{`config: listener.security.protocol.map=PLAINTEXT is invalid: "PLAINTEXT" is not NAME:PROTOCOL`}},
 		{name: "synonym out of range", file: "log.roll.hours=0",
 			want: []string{"config: log.roll.hours=0 is out of range: must be >= 1"}},
-		{name: "SSL in use", flags: []string{"--listeners=SSL://127.0.0.1:9093", "--inter.broker.listener.name=SSL"},
-			want: []string{"listener SSL uses security protocol SSL, but kbroker supports only PLAINTEXT"}},
+		{name: "both inter-broker settings", flags: []string{"--listeners=SSL://127.0.0.1:9093", "--inter.broker.listener.name=SSL",
+			"--security.inter.broker.protocol=SSL"},
+			want: []string{"only one of inter.broker.listener.name and security.inter.broker.protocol may be set"}},
+		{name: "override without a value", flags: []string{"--override=ssl.keystore.location"},
+			want: []string{`--override "ssl.keystore.location" is not key=value`}},
 		{name: "several, from several sources", file: "num.partitions=0\nlog.segment.bytes=10",
 			env:   []string{"KBROKER_LOG_MESSAGE_TIMESTAMP_TYPE=Whenever"},
 			flags: []string{"--node.id=abc", "--min.insync.replicas=0"},
@@ -513,7 +516,7 @@ zookeeper.connect: zk:2181
 my.custom.thing: 1
 log.retention.hourz: 5
 `), nil)
-	if want := []string{"log.cleaner.threads", "num.network.threads", "ssl.keystore.location", "zookeeper.connect"}; !slices.Equal(c.Ignored, want) {
+	if want := []string{"log.cleaner.threads", "num.network.threads", "zookeeper.connect"}; !slices.Equal(c.Ignored, want) {
 		t.Errorf("Ignored = %v, want %v", c.Ignored, want)
 	}
 	if want := []string{"log.retention.hourz", "my.custom.thing"}; !slices.Equal(c.Unknown, want) {

@@ -12,7 +12,12 @@ import (
 // to Validate, which checks the fields. hostname names this machine for
 // advertised.listeners' default.
 func build(set map[string]origin, hostname func() string) (*Config, error) {
-	c := &Config{origin: set}
+	c := &Config{origin: set, Security: map[string]string{}}
+	for name, o := range set {
+		if classify(name) == classSecurity {
+			c.Security[name] = o.raw
+		}
+	}
 	var errs []error
 	parsed := map[string]any{}
 	for i := range keyTable {
@@ -115,6 +120,12 @@ func sameIfBothSet(set map[string]origin, parsed map[string]any, a, b string) er
 func (c *Config) deriveDefaults(set map[string]origin, hostname func() string) {
 	if _, ok := set["log.flush.interval.ms"]; !ok {
 		c.LogFlushIntervalMs = c.LogFlushSchedulerInterval
+	}
+	_, ibl := set["inter.broker.listener.name"]
+	if _, sibp := set["security.inter.broker.protocol"]; sibp && !ibl {
+		// Kafka: without inter.broker.listener.name, the inter-broker
+		// listener is the one named like security.inter.broker.protocol.
+		c.InterBrokerListenerName = c.SecurityInterBrokerProtocol
 	}
 	if _, ok := set["advertised.listeners"]; !ok {
 		c.AdvertisedListeners = c.deriveAdvertised(hostname)

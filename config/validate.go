@@ -8,10 +8,6 @@ import (
 	"time"
 )
 
-// securityProtocols are Kafka's security protocols; kbroker serves only
-// PLAINTEXT.
-var securityProtocols = []string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
-
 // Validate checks every field against its key's range, and the rules that
 // tie keys together (listeners, the quorum, timeouts). All problems are
 // reported, joined; each names the key, the bad value and what is allowed.
@@ -28,6 +24,7 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validateListeners()...)
 	errs = append(errs, c.validateQuorum()...)
 	errs = append(errs, c.validateTimeouts()...)
+	errs = append(errs, c.validateSecurity()...)
 	if len(c.LogDirs) == 0 {
 		errs = append(errs, errors.New("config: log.dirs is empty: at least one data directory is required"))
 	}
@@ -59,11 +56,8 @@ func (c *Config) validateListeners() []error {
 			add("listeners=%s is invalid: two listeners use %s", listeners, l.Address())
 		}
 		seenName[l.Name], seenAddr[l.Address()] = true, true
-		switch proto, ok := c.ListenerSecurityProtocolMap[l.Name]; {
-		case !ok:
+		if _, ok := c.ListenerSecurityProtocolMap[l.Name]; !ok {
 			add("listener.security.protocol.map has no entry for listener %s (listeners=%s)", l.Name, listeners)
-		case proto != "PLAINTEXT":
-			add("listeners: listener %s uses security protocol %s, but kbroker supports only PLAINTEXT (see listener.security.protocol.map)", l.Name, proto)
 		}
 	}
 	for _, a := range c.AdvertisedListeners {

@@ -30,9 +30,11 @@ type Client struct {
 	// overwrites; off for pooled clients, whose next request may be
 	// another caller's.
 	reuseFrames bool
+	security    ClientSecurity
 
 	mu          sync.Mutex // guards the fields below; held for a whole round trip
 	nc          net.Conn
+	reauthAt    time.Time // KIP-368: reconnect (and authenticate again) after this; zero: never
 	rd          *bufio.Reader
 	correlation int32
 	maxVersions map[int16]int16 // from the peer's ApiVersions; nil until negotiated on nc
@@ -42,13 +44,17 @@ type Client struct {
 }
 
 // NewClient returns a client for addr. It connects lazily.
-func NewClient(addr, clientID string) *Client {
-	return newClient(addr, clientID, 1<<30, true)
+func NewClient(addr, clientID string, opts ...ClientOption) *Client {
+	return newClient(addr, clientID, 1<<30, true, opts)
 }
 
-func newClient(addr, clientID string, maxFrame int32, reuseFrames bool) *Client {
-	return &Client{addr: addr, clientID: clientID, dialer: net.Dialer{Timeout: 5 * time.Second},
+func newClient(addr, clientID string, maxFrame int32, reuseFrames bool, opts []ClientOption) *Client {
+	c := &Client{addr: addr, clientID: clientID, dialer: net.Dialer{Timeout: 5 * time.Second},
 		maxFrame: maxFrame, reuseFrames: reuseFrames}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Addr returns the peer address.
@@ -137,15 +143,22 @@ func (c *Client) closeLocked() {
 }
 
 func (c *Client) connectLocked(ctx context.Context) error {
+	if c.nc != nil && !c.reauthAt.IsZero() && time.Now().After(c.reauthAt) {
+		c.closeLocked() // the session ends soon: authenticate afresh
+	}
 	if c.nc != nil {
 		return nil
 	}
-	nc, err := c.dialer.DialContext(ctx, "tcp", c.addr)
+	nc, err := c.dialLocked(ctx)
 	if err != nil {
-		return fmt.Errorf("dialing %s: %w", c.addr, err)
+		return err
 	}
-	c.nc = nc
+	c.nc, c.reauthAt = nc, time.Time{}
 	c.rd = bufio.NewReaderSize(nc, 64<<10)
+	if err := c.authenticateLocked(ctx); err != nil {
+		c.closeLocked()
+		return err
+	}
 	return nil
 }
 

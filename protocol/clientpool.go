@@ -18,6 +18,7 @@ type Pool struct {
 	clientID string
 	maxIdle  int
 	maxFrame int32
+	opts     []ClientOption
 
 	mu     sync.Mutex // guards idle and closed
 	idle   map[string][]*Client
@@ -30,8 +31,8 @@ var ErrPoolClosed = errors.New("protocol: client pool closed")
 // NewPool returns a pool whose clients introduce themselves as clientID,
 // keep at most maxIdlePerAddr idle connections per address and accept
 // responses of at most maxResponseBytes.
-func NewPool(clientID string, maxIdlePerAddr int, maxResponseBytes int32) *Pool {
-	return &Pool{clientID: clientID, maxIdle: maxIdlePerAddr, maxFrame: maxResponseBytes, idle: map[string][]*Client{}}
+func NewPool(clientID string, maxIdlePerAddr int, maxResponseBytes int32, opts ...ClientOption) *Pool {
+	return &Pool{clientID: clientID, maxIdle: maxIdlePerAddr, maxFrame: maxResponseBytes, opts: opts, idle: map[string][]*Client{}}
 }
 
 // RoundTrip sends req to addr at exactly the version set on it (see
@@ -61,7 +62,7 @@ func (p *Pool) get(addr string) (*Client, error) {
 		p.idle[addr] = cs[:len(cs)-1]
 		return c, nil
 	}
-	return newClient(addr, p.clientID, p.maxFrame, false), nil
+	return newClient(addr, p.clientID, p.maxFrame, false, p.opts), nil
 }
 
 func (p *Pool) put(c *Client) {

@@ -17,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/security/session"
 )
 
 // conn serves one client connection with a reader and a writer goroutine.
@@ -33,30 +35,56 @@ type conn struct {
 
 	pending  chan pendingResponse // reader -> writer, request order
 	inflight atomic.Int32         // requests read and not yet answered
+	// copyVectors: the connection is TLS, so VectorResponses are copied
+	// through the buffered writer (crypto/tls encrypts every write into
+	// its own record; sendfile cannot go through it).
+	copyVectors bool
 }
 
 type pendingResponse struct {
 	req   *Request
 	resp  Response
 	start time.Time
+	// raw, when req is nil, is a SASL token answered after SaslHandshake
+	// v0: written as a size-prefixed frame without a response header.
+	raw []byte
 }
 
 func (s *Server) serveConn(nc net.Conn, listenerName string) {
 	ctx, cancel := context.WithCancel(s.ctx)
-	info := &ConnInfo{ID: s.nextConnID.Add(1), Listener: listenerName, Remote: nc.RemoteAddr()}
-	c := &conn{
-		srv:     s,
-		nc:      nc,
-		info:    info,
-		log:     s.log.With("conn", info.ID, "remote", info.Remote.String(), "listener", listenerName),
-		ctx:     ctx,
-		cancel:  cancel,
-		pending: make(chan pendingResponse, s.opts.MaxInflight),
-	}
-	// Closing the socket is what unblocks a reader stuck in Read.
+	defer cancel()
+	// Closing the socket is what unblocks a reader stuck in Read or a
+	// handshake.
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
-	defer cancel()
+	info := &ConnInfo{ID: s.nextConnID.Add(1), Listener: listenerName, Remote: nc.RemoteAddr(), server: s}
+	log := s.log.With("conn", info.ID, "remote", info.Remote.String(), "listener", listenerName)
+	sec := s.opts.Listeners[listenerName]
+	info.security = &sec
+	secured, state, sess, err := s.secureConn(ctx, nc, sec)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.authFailed(log, AuthFailure{Conn: info, Mechanism: "SSL", Reason: err.Error()})
+		}
+		nc.Close()
+		return
+	}
+	info.TLS, info.Session = state, sess
+	info.setPrincipal(sess.Principal())
+	c := &conn{
+		srv:         s,
+		nc:          secured,
+		info:        info,
+		log:         log,
+		ctx:         ctx,
+		cancel:      cancel,
+		pending:     make(chan pendingResponse, s.opts.MaxInflight),
+		copyVectors: isTLS(secured),
+	}
+	if secured != nc {
+		stopTLS := context.AfterFunc(ctx, func() { secured.Close() })
+		defer stopTLS()
+	}
 
 	writerDone := make(chan struct{})
 	go func() {
@@ -77,7 +105,7 @@ func (c *conn) readLoop() {
 		if err := c.nc.SetReadDeadline(time.Now().Add(c.srv.opts.IdleTimeout)); err != nil {
 			return
 		}
-		frame, err := readFrame(rd, c.srv.opts.MaxRequestBytes, &sizeBuf, &c.srv.frames)
+		frame, err := readFrame(rd, c.maxRequestBytes(), &sizeBuf, &c.srv.frames)
 		if err != nil {
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() && c.inflight.Load() > 0 {
@@ -95,7 +123,16 @@ func (c *conn) readLoop() {
 			return
 		}
 		req.Conn = c.info
+		if v := c.info.Session.Gate(req.Key); !v.Serve {
+			// Kafka closes such a connection without an answer
+			// (IllegalSaslStateException, or an expired session).
+			c.log.Info("closing connection: request not allowed in its authentication state", "key", req.Key,
+				"reason", v.Reason, "state", c.info.Session.State().String())
+			c.push(pendingResponse{req: req, resp: Response{Close: true}, start: start})
+			return
+		}
 		resp := c.handle(req)
+		c.info.setPrincipal(c.info.Session.Principal())
 		if recyclable(req.Key) {
 			c.srv.frames.put(frame)
 		}
@@ -106,10 +143,25 @@ func (c *conn) readLoop() {
 			c.observe(req, nil, start)
 			continue
 		}
-		if !c.push(pendingResponse{req: req, resp: resp, start: start}) || resp.Close {
+		if !c.push(pendingResponse{req: req, resp: resp, start: start}) || resp.Close || resp.CloseAfter {
+			return
+		}
+		if c.info.Session.RawTokens() && !c.rawTokens(rd, &sizeBuf) {
 			return
 		}
 	}
+}
+
+// maxPreAuthBytes bounds the frames of a connection that has not
+// authenticated, as Kafka's sasl.server.max.receive.size (512 KiB).
+const maxPreAuthBytes = 512 << 10
+
+// maxRequestBytes is the largest frame the reader accepts now.
+func (c *conn) maxRequestBytes() int32 {
+	if c.info.Session.State() != session.StateAuthenticated {
+		return min(c.srv.opts.MaxRequestBytes, maxPreAuthBytes)
+	}
+	return c.srv.opts.MaxRequestBytes
 }
 
 func (c *conn) logReadError(err error) {
@@ -177,6 +229,14 @@ func (c *conn) writeLoop() {
 	var buf []byte
 	var vw *vectorWriter // made on the first VectorResponse
 	for p := range c.pending {
+		if p.req == nil {
+			if err := writeRawFrame(w, p.raw); err != nil {
+				c.log.Debug("connection write failed", "err", err)
+				return
+			}
+			c.inflight.Add(-1)
+			continue
+		}
 		body := p.resp.Body
 		if p.resp.Later != nil {
 			body = c.waitLater(p.req, p.resp.Later)
@@ -188,6 +248,19 @@ func (c *conn) writeLoop() {
 		}
 		if body.Key() != ApiVersionsKey {
 			body.SetVersion(p.req.Version)
+		}
+		if vr, ok := body.(VectorResponse); ok && c.copyVectors {
+			err := copyVectors(w, p.req.CorrelationID, vr, &buf)
+			c.finish(p)
+			if err == nil && (len(c.pending) == 0 || p.resp.CloseAfter) {
+				err = w.Flush()
+			}
+			if err != nil {
+				c.log.Debug("connection write failed", "err", err)
+				return
+			}
+			c.observe(p.req, body, p.start)
+			continue
 		}
 		if vr, ok := body.(VectorResponse); ok {
 			if vw == nil {
@@ -208,13 +281,16 @@ func (c *conn) writeLoop() {
 			c.log.Debug("connection write failed", "err", err)
 			return
 		}
-		if len(c.pending) == 0 {
+		if len(c.pending) == 0 || p.resp.CloseAfter {
 			if err := w.Flush(); err != nil {
 				c.log.Debug("connection flush failed", "err", err)
 				return
 			}
 		}
 		c.observe(p.req, body, p.start)
+		if p.resp.CloseAfter {
+			return
+		}
 		if cap(buf) > 4<<20 {
 			buf = nil // do not pin a huge fetch buffer to an idle connection
 		}

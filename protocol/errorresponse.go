@@ -43,6 +43,40 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 		alterPartitionAssignmentsErrors(r, resp.(*kmsg.AlterPartitionAssignmentsResponse), code)
 	case *kmsg.DescribeQuorumRequest:
 		describeQuorumErrors(r, resp.(*kmsg.DescribeQuorumResponse), code)
+	case *kmsg.CreateACLsRequest:
+		for range r.Creations {
+			resp.(*kmsg.CreateACLsResponse).Results = append(resp.(*kmsg.CreateACLsResponse).Results,
+				kmsg.CreateACLsResponseResult{ErrorCode: code})
+		}
+	case *kmsg.DeleteACLsRequest:
+		for range r.Filters {
+			resp.(*kmsg.DeleteACLsResponse).Results = append(resp.(*kmsg.DeleteACLsResponse).Results,
+				kmsg.DeleteACLsResponseResult{ErrorCode: code})
+		}
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		alterScramErrors(r, resp.(*kmsg.AlterUserSCRAMCredentialsResponse), code)
+	case *kmsg.OffsetCommitRequest:
+		offsetCommitErrors(r, resp.(*kmsg.OffsetCommitResponse), code)
+	case *kmsg.OffsetFetchRequest:
+		offsetFetchErrors(r, resp.(*kmsg.OffsetFetchResponse), code)
+	case *kmsg.DescribeGroupsRequest:
+		for _, g := range r.Groups {
+			dg := kmsg.NewDescribeGroupsResponseGroup()
+			dg.Group, dg.ErrorCode = g, code
+			resp.(*kmsg.DescribeGroupsResponse).Groups = append(resp.(*kmsg.DescribeGroupsResponse).Groups, dg)
+		}
+	case *kmsg.DeleteGroupsRequest:
+		for _, g := range r.Groups {
+			dg := kmsg.NewDeleteGroupsResponseGroup()
+			dg.Group, dg.ErrorCode = g, code
+			resp.(*kmsg.DeleteGroupsResponse).Groups = append(resp.(*kmsg.DeleteGroupsResponse).Groups, dg)
+		}
+	case *kmsg.ConsumerGroupDescribeRequest:
+		for _, g := range r.Groups {
+			dg := kmsg.NewConsumerGroupDescribeResponseGroup()
+			dg.Group, dg.ErrorCode = g, code
+			resp.(*kmsg.ConsumerGroupDescribeResponse).Groups = append(resp.(*kmsg.ConsumerGroupDescribeResponse).Groups, dg)
+		}
 	default:
 		// Fetch, ApiVersions, AlterPartition, the broker lifecycle APIs
 		// and every other API that answers with one code.
@@ -210,4 +244,55 @@ func setTopLevelErrorCode(resp kmsg.Response, code int16) bool {
 	}
 	f.SetInt(int64(code))
 	return true
+}
+
+// alterScramErrors answers each user named, once.
+func alterScramErrors(r *kmsg.AlterUserSCRAMCredentialsRequest, out *kmsg.AlterUserSCRAMCredentialsResponse, code int16) {
+	seen := map[string]bool{}
+	add := func(user string) {
+		if !seen[user] {
+			seen[user] = true
+			out.Results = append(out.Results, kmsg.AlterUserSCRAMCredentialsResponseResult{User: user, ErrorCode: code})
+		}
+	}
+	for _, d := range r.Deletions {
+		add(d.Name)
+	}
+	for _, u := range r.Upsertions {
+		add(u.Name)
+	}
+}
+
+func offsetCommitErrors(r *kmsg.OffsetCommitRequest, out *kmsg.OffsetCommitResponse, code int16) {
+	for _, t := range r.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+}
+
+// offsetFetchErrors answers v0-v7 with the top-level code (v2+) and per
+// partition, v8+ per group.
+func offsetFetchErrors(r *kmsg.OffsetFetchRequest, out *kmsg.OffsetFetchResponse, code int16) {
+	out.ErrorCode = code
+	for _, t := range r.Topics {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.ErrorCode, rp.Offset = p, code, -1
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		out.Topics = append(out.Topics, rt)
+	}
+	for _, g := range r.Groups {
+		rg := kmsg.NewOffsetFetchResponseGroup()
+		rg.Group, rg.ErrorCode = g.Group, code
+		out.Groups = append(out.Groups, rg)
+	}
 }

@@ -151,8 +151,8 @@ func TestErrorResponseKeepsDefaults(t *testing.T) {
 // A response with no error field anywhere it could answer is nil: the
 // connection is closed.
 func TestErrorResponseWithoutPlace(t *testing.T) {
-	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit := kmsg.NewPtrTxnOffsetCommitRequest()
 	if resp := ErrorResponse(commit, kerr.UnsupportedVersion.Code); resp != nil {
-		t.Fatalf("offset commit: %+v", resp)
+		t.Fatalf("txn offset commit: %+v", resp)
 	}
 }

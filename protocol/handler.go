@@ -2,9 +2,14 @@ package protocol
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/security/principal"
+	"github.com/kbroker/kbroker/security/session"
 )
 
 // Header is a decoded request header.
@@ -20,6 +25,17 @@ type ConnInfo struct {
 	ID       uint64   // unique per server, for logs
 	Listener string   // listener name, e.g. PLAINTEXT or CONTROLLER
 	Remote   net.Addr // peer address
+	// TLS is the connection's TLS state; nil on a plaintext connection.
+	TLS *tls.ConnectionState
+	// Session is the connection's authentication (security/session). It
+	// is driven by the reader goroutine only: SaslHandshake and
+	// SaslAuthenticate handlers use it through HandleSASL; everything else
+	// reads Principal.
+	Session *session.Session
+
+	principal atomic.Pointer[principal.Principal] // see Principal
+	security  *ListenerSecurity                   // the listener's; nil in tests
+	server    *Server                             // for OnAuthFailure; nil in tests
 }
 
 // Request is one decoded request.
@@ -55,6 +71,9 @@ type Response struct {
 	NoReply bool
 	// Close closes the connection once every earlier response has been written.
 	Close bool
+	// CloseAfter closes the connection once this response (Body or Later)
+	// has been written: a failed authentication's answer.
+	CloseAfter bool
 	// Done, if set, runs once the response has been written or dropped (the
 	// connection closed first). Handlers release what the body borrows, such
 	// as mapped log segments, here.

@@ -27,7 +27,14 @@ type ServerOptions struct {
 	// Observe, if set, is called after each response is written (metrics);
 	// resp is nil for requests that get no response.
 	Observe func(req *Request, resp kmsg.Response, dur time.Duration)
-	Logger  *slog.Logger
+	// Listeners secures each listener by name; a listener not listed is
+	// PLAINTEXT (every connection is User:ANONYMOUS).
+	Listeners map[string]ListenerSecurity
+	// OnAuthFailure, if set, is called for each failed authentication (a
+	// TLS handshake or a SASL exchange), for metrics. The failure is logged
+	// by the server.
+	OnAuthFailure func(f AuthFailure)
+	Logger        *slog.Logger
 }
 
 func (o *ServerOptions) withDefaults() ServerOptions {

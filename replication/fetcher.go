@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/record"
 )
 
@@ -28,6 +29,9 @@ type FetcherOptions struct {
 	// Client, if set, returns the connection to a leader (tests); by
 	// default a protocol client to LeaderAddr(leader).
 	Client func(leader int32) LeaderClient
+	// Security is how the default client reaches the inter-broker
+	// listener: TLS and SASL, as any client (zero: PLAINTEXT).
+	Security protocol.ClientSecurity
 }
 
 func (o FetcherOptions) withDefaults() FetcherOptions {

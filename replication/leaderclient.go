@@ -35,11 +35,12 @@ type protocolLeaderClient struct {
 	addr     func(brokerID int32) (string, bool)
 	clientID string
 	maxWait  time.Duration
+	security protocol.ClientSecurity
 	client   *protocol.Client // nil until the first request
 }
 
 func newProtocolLeaderClient(leader, localID int32, opts FetcherOptions) *protocolLeaderClient {
-	return &protocolLeaderClient{leader: leader, addr: opts.LeaderAddr, maxWait: opts.MaxWait,
+	return &protocolLeaderClient{leader: leader, addr: opts.LeaderAddr, maxWait: opts.MaxWait, security: opts.Security,
 		clientID: fmt.Sprintf("kbroker-replica-fetcher-%d", localID)}
 }
 
@@ -53,7 +54,7 @@ func (c *protocolLeaderClient) connect() (*protocol.Client, error) {
 		if c.client != nil {
 			c.client.Close()
 		}
-		c.client = protocol.NewClient(addr, c.clientID)
+		c.client = protocol.NewClient(addr, c.clientID, protocol.WithSecurity(c.security))
 	}
 	return c.client, nil
 }

@@ -7,6 +7,8 @@
 //	kbroker plan [flags]         estimate brokers, storage and partitions for a workload
 //	kbroker demo [scenario...]   acks, min.insync.replicas and unclean election on a throw-away cluster
 //	kbroker topic|group|cluster|produce|consume|reassign ...   operate a cluster (admin.go)
+//	kbroker format --add-scram   SCRAM credentials of the first admin, before the cluster first starts
+//	kbroker dev-certs --dir D    a development CA and broker/client certificates (PEM stores)
 //
 // Exit status: 0 after a clean shutdown, 1 if the broker failed, 2 for bad
 // flags or configuration. The operator's commands: 0 on success, 1 when the
@@ -104,8 +106,8 @@ func (a *app) rootCmd() *cobra.Command {
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
 	// One file per subcommand: serve.go, version.go, plan.go, demo.go,
-	// admin.go (the operator's commands).
-	root.AddCommand(a.serveCmd(), a.versionCmd(), a.planCmd(), a.demoCmd())
+	// admin.go (the operator's commands), format.go, devcerts.go.
+	root.AddCommand(a.serveCmd(), a.versionCmd(), a.planCmd(), a.demoCmd(), a.formatCmd(), a.devCertsCmd())
 	root.AddCommand(a.adminCmds()...)
 	return root
 }

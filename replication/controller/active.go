@@ -70,7 +70,11 @@ func (c *controller) activate(ctx context.Context) error {
 		if id == "" {
 			id = newUUID().String()
 		}
-		_, err := c.commit(ctx, &initClusterRecord{ClusterID: id})
+		// The bootstrap credentials (kbroker format --add-scram) go into
+		// the same entry as the cluster id: the first admin exists as soon
+		// as the cluster does.
+		recs := append([]record{&initClusterRecord{ClusterID: id}}, c.opts.bootstrapRecords()...)
+		_, err := c.commit(ctx, recs...)
 		return err
 	}
 	_, err := c.commit(ctx, &activationRecord{NodeID: c.opts.NodeID})
@@ -118,6 +122,12 @@ func (c *controller) handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.unregisterBroker(ctx, r)
 	case *kmsg.AllocateProducerIDsRequest:
 		return c.allocateProducerIDs(ctx, r)
+	case *kmsg.CreateACLsRequest:
+		return c.createAcls(ctx, r)
+	case *kmsg.DeleteACLsRequest:
+		return c.deleteAcls(ctx, r)
+	case *kmsg.AlterUserSCRAMCredentialsRequest:
+		return c.alterUserScramCredentials(ctx, r)
 	}
 	return nil, fmt.Errorf("controller: api key %d is not a controller api", req.Key())
 }

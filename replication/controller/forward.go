@@ -19,8 +19,8 @@ const (
 	maxForwardResponse = 64 << 20
 )
 
-func newForwardPool(clientID string) *protocol.Pool {
-	return protocol.NewPool(clientID, maxIdlePerAddr, maxForwardResponse)
+func newForwardPool(clientID string, sec protocol.ClientSecurity) *protocol.Pool {
+	return protocol.NewPool(clientID, maxIdlePerAddr, maxForwardResponse, protocol.WithSecurity(sec))
 }
 
 // Forward serves req locally when this node is the active controller, and

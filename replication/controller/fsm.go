@@ -64,6 +64,7 @@ func (f *fsm) build(prev *Image, index uint64, data []byte) error {
 		}
 	}
 	b.img.AppliedIndex = index
+	b.finishSecurity()
 	f.publish(b.img)
 	return nil
 }
@@ -134,6 +135,8 @@ type snapshotV1 struct {
 	Brokers        []snapBroker                 `json:"brokers"`
 	Topics         []snapTopic                  `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"brokerConfigs,omitempty"`
+	ACLs           []accessControlEntryRecord   `json:"acls,omitempty"`
+	Scram          []userScramCredentialRecord  `json:"scram,omitempty"`
 }
 
 type snapBroker struct {
@@ -190,6 +193,7 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 		}
 		s.Topics = append(s.Topics, st)
 	}
+	s.ACLs, s.Scram = snapshotSecurity(img)
 	if err := json.NewEncoder(w).Encode(&s); err != nil {
 		return fmt.Errorf("controller: writing snapshot: %w", err)
 	}
@@ -231,6 +235,9 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 		}
 		img.Topics[t.Name] = t
 		img.TopicsByID[t.ID] = t
+	}
+	if err := restoreSecurity(img, s.ACLs, s.Scram); err != nil {
+		return nil, err
 	}
 	return img, nil
 }

@@ -58,6 +58,11 @@ func apiVersions(req *kmsg.ApiVersionsRequest) *kmsg.ApiVersionsResponse {
 	for _, k := range keys {
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MinVersion: controllerAPIs[k].min, MaxVersion: controllerAPIs[k].max})
 	}
+	// The controller listener authenticates with SASL as any listener.
+	resp.ApiKeys = append(resp.ApiKeys,
+		kmsg.ApiVersionsResponseApiKey{ApiKey: protocol.SaslHandshakeKey, MinVersion: 0, MaxVersion: 1},
+		kmsg.ApiVersionsResponseApiKey{ApiKey: protocol.SaslAuthenticateKey, MinVersion: 0, MaxVersion: 2})
+	slices.SortFunc(resp.ApiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
 	return resp
 }
 
@@ -113,6 +118,20 @@ func (n *Node) fillQuorum(sp *kmsg.DescribeQuorumResponseTopicPartition, servers
 type kafkaHandler struct{ n *Node }
 
 func (h kafkaHandler) Handle(ctx context.Context, req *protocol.Request) protocol.Response {
+	switch req.Key {
+	case protocol.SaslHandshakeKey, protocol.SaslAuthenticateKey:
+		return protocol.HandleSASL(req)
+	case protocol.ApiVersionsKey:
+	default:
+		if auth := h.n.opts.Security.AuthorizeCaller; auth != nil && !auth(req.Conn.Principal(), req.Conn.Remote, req.Key) {
+			h.n.log.Info("refused a controller request: the principal may not act for the cluster",
+				"api", kmsg.NameForKey(req.Key), "principal", req.Conn.Principal().String(), "remote", req.Conn.Remote.String())
+			if body := errorResponse(req.Body, kerr.ClusterAuthorizationFailed.Code); body != nil {
+				return protocol.Response{Body: body}
+			}
+			return protocol.Response{Close: true}
+		}
+	}
 	resp, err := h.n.Handle(ctx, req.Body)
 	if err != nil {
 		h.n.log.Warn("closing controller connection", "err", err, "client", req.ClientIDString())

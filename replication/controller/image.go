@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/kbroker/kbroker/security/acl"
+	"github.com/kbroker/kbroker/security/sasl/scram"
 )
 
 // Image is the cluster metadata as of one applied Raft index. Images are
@@ -20,6 +23,15 @@ type Image struct {
 	TopicsByID     map[[16]byte]*Topic
 	BrokerConfigs  map[string]map[string]string // resource name: "" cluster default, "1" broker 1
 	NextProducerID int64
+
+	// ACLSet is the ACLs of the metadata log (AccessControlEntry records),
+	// indexed for the authorizer; nil until the first ACL. acls holds them
+	// by id.
+	ACLSet *acl.Set
+	acls   map[uuid]acl.Binding
+	// ScramCredentials are the salted SCRAM credentials
+	// (UserScramCredential records).
+	ScramCredentials map[ScramKey]scram.Credential
 }
 
 // BrokerInfo is one registered broker.
@@ -191,6 +203,8 @@ type imageBuilder struct {
 	copiedBrokers bool
 	copiedTopics  bool
 	copiedConfigs bool
+	copiedACLs    bool
+	copiedScram   bool
 	ownTopics     map[string]bool
 	ownBrokers    map[int32]bool
 }

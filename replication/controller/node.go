@@ -75,6 +75,11 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
+	boot, err := readBootstrap(o.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	o.BootstrapScram = append(o.BootstrapScram, boot...)
 	n := &Node{opts: o, log: o.Logger.With("node", o.NodeID), notify: make(chan struct{}, 1), appliedCh: make(chan struct{})}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.start(); err != nil {
@@ -94,10 +99,11 @@ func (n *Node) start() error {
 		n.advertised = ln.Addr().String()
 	}
 	fingerprint := quorumFingerprint(n.opts.Voters)
-	n.mux = newMux(ln, n.log, fingerprint)
+	n.mux = newMux(ln, n.log, fingerprint, &n.opts.Security)
 	hlog := newHclogAdapter(n.log)
 	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  &streamLayer{chanListener: n.mux.raft, advertise: n.advertised, fingerprint: fingerprint},
+		Stream: &streamLayer{chanListener: n.mux.raft, advertise: n.advertised, fingerprint: fingerprint,
+			client: n.opts.Security.Client},
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  hlog,
@@ -119,12 +125,16 @@ func (n *Node) start() error {
 	if err != nil {
 		return fmt.Errorf("controller: starting raft: %w", err)
 	}
-	n.client = newForwardPool(fmt.Sprintf("kbroker-controller-%d", n.opts.NodeID))
+	n.client = newForwardPool(fmt.Sprintf("kbroker-controller-%d", n.opts.NodeID), n.opts.Security.Client)
 	n.wg.Add(2)
 	go n.watchLeadership()
 	go n.dispatch()
 	if !n.opts.ExternalKafkaServer {
-		n.kafkaSrv = protocol.NewServer(kafkaHandler{n}, protocol.ServerOptions{Logger: n.log})
+		sec := n.opts.Security.Listener
+		sec.TLS = nil // the mux runs the handshake
+		n.kafkaSrv = protocol.NewServer(kafkaHandler{n}, protocol.ServerOptions{Logger: n.log,
+			Listeners:     map[string]protocol.ListenerSecurity{ControllerListenerName: sec},
+			OnAuthFailure: n.opts.Security.OnAuthFailure})
 		n.wg.Add(1)
 		go func() {
 			defer n.wg.Done()

@@ -1,12 +1,17 @@
 package controller
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/security/principal"
+	"github.com/kbroker/kbroker/security/sasl/scram"
 )
 
 // Voter is one member of controller.quorum.voters.
@@ -62,6 +67,15 @@ type Options struct {
 	// error's text, as Kafka does for broker configs (KAFKA-13609).
 	ValidateBrokerConfig func(name, value string) error
 
+	// BootstrapScram are SCRAM credentials written with the cluster id when
+	// the first controller initializes the metadata log (kbroker format
+	// --add-scram): the first admin user. Ignored once the log exists.
+	BootstrapScram []scram.Bootstrap
+
+	// Security secures the controller listener; the zero value is
+	// PLAINTEXT without authorization.
+	Security Security
+
 	// ExternalKafkaServer: the caller serves KafkaListener() itself. By default
 	// the Node answers Kafka connections on the controller port with Handle.
 	ExternalKafkaServer bool
@@ -70,6 +84,30 @@ type Options struct {
 	Now    func() time.Time // injected clock; default time.Now
 	Rand   *rand.Rand       // replica placement start index and shift; default seeded randomly
 }
+
+// Security is how the controller listener is secured, for the Kafka
+// requests it serves and the Raft streams it carries alike, and how this
+// node dials the controller listeners of the others.
+type Security struct {
+	// TLS is the listener's server config (SSL, SASL_SSL): every accepted
+	// connection is TLS before it is routed to Raft or Kafka.
+	TLS *tls.Config
+	// Listener authenticates connections: the session (SASL, the client
+	// certificate's principal) and the failed-authentication delay. Its
+	// TLS field is not used (TLS above does it).
+	Listener protocol.ListenerSecurity
+	// Client dials other nodes' controller listeners: forwarding and Raft.
+	Client protocol.ClientSecurity
+	// AuthorizeCaller decides whether an authenticated caller may send a
+	// controller API request (its key) or, with key RaftStreamKey, stream
+	// Raft (Kafka asks CLUSTER_ACTION on the cluster); nil allows everyone.
+	AuthorizeCaller func(p principal.Principal, remote net.Addr, key int16) bool
+	// OnAuthFailure, if set, is told of every failed authentication.
+	OnAuthFailure func(protocol.AuthFailure)
+}
+
+// RaftStreamKey stands for a Raft stream in Security.AuthorizeCaller.
+const RaftStreamKey int16 = -1
 
 // withDefaults validates o and fills in defaults.
 func (o Options) withDefaults() (Options, error) {
@@ -167,6 +205,15 @@ func (o *Options) voterAddr() string {
 
 func (o *Options) uncleanDefault() bool {
 	return o.UncleanLeaderElectionEnable != nil && o.UncleanLeaderElectionEnable()
+}
+
+// bootstrapRecords are the records of BootstrapScram.
+func (o *Options) bootstrapRecords() []record {
+	var ups []scram.Upsert
+	for _, b := range o.BootstrapScram {
+		ups = append(ups, scram.Upsert{User: b.User, Mechanism: b.Mechanism, Credential: b.Credential})
+	}
+	return scramRecords(ups, nil)
 }
 
 func serverID(id int32) string { return strconv.FormatInt(int64(id), 10) }

@@ -221,19 +221,23 @@ func (*setConfigRecord) kind() string          { return "SetConfig" }
 func (*producerIDsRecord) kind() string        { return "AllocateProducerIDs" }
 
 var recordKinds = map[string]func() record{
-	"InitCluster":              func() record { return new(initClusterRecord) },
-	"Activation":               func() record { return new(activationRecord) },
-	"RegisterBroker":           func() record { return new(registerBrokerRecord) },
-	"FenceBroker":              func() record { return new(fenceBrokerRecord) },
-	"UnfenceBroker":            func() record { return new(unfenceBrokerRecord) },
-	"BrokerControlledShutdown": func() record { return new(controlledShutdownRecord) },
-	"UnregisterBroker":         func() record { return new(unregisterBrokerRecord) },
-	"CreateTopic":              func() record { return new(createTopicRecord) },
-	"DeleteTopic":              func() record { return new(deleteTopicRecord) },
-	"CreatePartitions":         func() record { return new(createPartitionsRecord) },
-	"PartitionChange":          func() record { return new(partitionChangeRecord) },
-	"SetConfig":                func() record { return new(setConfigRecord) },
-	"AllocateProducerIDs":      func() record { return new(producerIDsRecord) },
+	"InitCluster":               func() record { return new(initClusterRecord) },
+	"Activation":                func() record { return new(activationRecord) },
+	"RegisterBroker":            func() record { return new(registerBrokerRecord) },
+	"FenceBroker":               func() record { return new(fenceBrokerRecord) },
+	"UnfenceBroker":             func() record { return new(unfenceBrokerRecord) },
+	"BrokerControlledShutdown":  func() record { return new(controlledShutdownRecord) },
+	"UnregisterBroker":          func() record { return new(unregisterBrokerRecord) },
+	"CreateTopic":               func() record { return new(createTopicRecord) },
+	"DeleteTopic":               func() record { return new(deleteTopicRecord) },
+	"CreatePartitions":          func() record { return new(createPartitionsRecord) },
+	"PartitionChange":           func() record { return new(partitionChangeRecord) },
+	"SetConfig":                 func() record { return new(setConfigRecord) },
+	"AllocateProducerIDs":       func() record { return new(producerIDsRecord) },
+	"AccessControlEntry":        func() record { return new(accessControlEntryRecord) },
+	"RemoveAccessControlEntry":  func() record { return new(removeAccessControlEntryRecord) },
+	"UserScramCredential":       func() record { return new(userScramCredentialRecord) },
+	"RemoveUserScramCredential": func() record { return new(removeUserScramCredentialRecord) },
 }
 
 const batchKind = "Batch"

@@ -31,6 +31,9 @@ var controllerAPIs = map[int16]apiRange{
 	(&kmsg.UnregisterBrokerRequest{}).Key():           {0, 0},
 	(&kmsg.AllocateProducerIDsRequest{}).Key():        {0, 0},
 	(&kmsg.ApiVersionsRequest{}).Key():                {0, 4},
+	(&kmsg.CreateACLsRequest{}).Key():                 {0, 3},
+	(&kmsg.DeleteACLsRequest{}).Key():                 {0, 3},
+	(&kmsg.AlterUserSCRAMCredentialsRequest{}).Key():  {0, 0},
 }
 
 var (
@@ -133,6 +136,18 @@ func errorCodes(resp kmsg.Response) []int16 {
 		out = append(out, r.ErrorCode)
 	case *kmsg.AllocateProducerIDsResponse:
 		out = append(out, r.ErrorCode)
+	case *kmsg.CreateACLsResponse:
+		for _, res := range r.Results {
+			out = append(out, res.ErrorCode)
+		}
+	case *kmsg.DeleteACLsResponse:
+		for _, res := range r.Results {
+			out = append(out, res.ErrorCode)
+		}
+	case *kmsg.AlterUserSCRAMCredentialsResponse:
+		for _, res := range r.Results {
+			out = append(out, res.ErrorCode)
+		}
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/kbroker/kbroker/protocol"
 )
 
 // The controller listener is one TCP port carrying two protocols. A Raft
@@ -54,9 +58,14 @@ func quorumFingerprint(voters []Voter) uint64 {
 const peekTimeout = 10 * time.Second
 
 // mux accepts on the controller listener and routes each connection.
+// With TLS, the handshake comes first and the routing byte is the first
+// one inside it. A Raft stream on a SASL listener authenticates after its
+// fingerprint (SaslHandshake and SaslAuthenticate frames, as a Kafka
+// client would) and must be allowed to (Security.AuthorizeCaller).
 type mux struct {
 	ln  net.Listener
 	log *slog.Logger
+	sec *Security
 	// fingerprint is this quorum's; Raft connections must carry it.
 	fingerprint uint64
 	raft        *chanListener
@@ -67,8 +76,8 @@ type mux struct {
 	wg        sync.WaitGroup // accept loop and routing goroutines
 }
 
-func newMux(ln net.Listener, log *slog.Logger, fingerprint uint64) *mux {
-	m := &mux{ln: ln, log: log, fingerprint: fingerprint, done: make(chan struct{})}
+func newMux(ln net.Listener, log *slog.Logger, fingerprint uint64, sec *Security) *mux {
+	m := &mux{ln: ln, log: log, fingerprint: fingerprint, sec: sec, done: make(chan struct{})}
 	m.raft = newChanListener(ln.Addr(), m.done)
 	m.kafka = newChanListener(ln.Addr(), m.done)
 	m.wg.Add(1)
@@ -110,8 +119,18 @@ func (m *mux) acceptLoop() {
 // route peeks at the first byte and hands c to Raft or Kafka.
 func (m *mux) route(c net.Conn) {
 	defer m.wg.Done()
+	_ = c.SetDeadline(time.Now().Add(peekTimeout))
+	var tc *tls.Conn
+	if m.sec.TLS != nil {
+		tc = tls.Server(c, m.sec.TLS)
+		if err := tc.Handshake(); err != nil {
+			m.authFailed(c, "SSL", "TLS handshake: "+err.Error())
+			c.Close()
+			return
+		}
+		c = tc
+	}
 	var first [1]byte
-	_ = c.SetReadDeadline(time.Now().Add(peekTimeout))
 	if _, err := io.ReadFull(c, first[:]); err != nil {
 		c.Close()
 		return
@@ -120,8 +139,21 @@ func (m *mux) route(c net.Conn) {
 		m.routeRaft(c)
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
+	_ = c.SetDeadline(time.Time{})
+	if tc != nil {
+		m.kafka.deliver(&tlsPrefixConn{prefixConn: prefixConn{Conn: c, prefix: first[:]}, state: tc.ConnectionState()})
+		return
+	}
 	m.kafka.deliver(&prefixConn{Conn: c, prefix: first[:]})
+}
+
+func (m *mux) authFailed(c net.Conn, mechanism, reason string) {
+	m.log.Info("authentication failed", "listener", ControllerListenerName, "remote", c.RemoteAddr().String(),
+		"mechanism", mechanism, "reason", reason)
+	if m.sec.OnAuthFailure != nil {
+		m.sec.OnAuthFailure(protocol.AuthFailure{Conn: &protocol.ConnInfo{Listener: ControllerListenerName, Remote: c.RemoteAddr()},
+			Mechanism: mechanism, Reason: reason})
+	}
 }
 
 // routeRaft checks a Raft dialer's fingerprint (the read deadline of the
@@ -138,7 +170,21 @@ func (m *mux) routeRaft(c net.Conn) {
 		c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
+	ctx, cancel := context.WithTimeout(context.Background(), peekTimeout)
+	defer cancel()
+	p, err := protocol.ServeAuthentication(ctx, c, m.sec.Listener)
+	if err != nil {
+		m.authFailed(c, "raft", err.Error())
+		c.Close()
+		return
+	}
+	if m.sec.AuthorizeCaller != nil && !m.sec.AuthorizeCaller(p, c.RemoteAddr(), RaftStreamKey) {
+		m.log.Warn("refused a Raft connection: its principal may not act for the cluster (CLUSTER_ACTION)",
+			"remote", c.RemoteAddr().String(), "principal", p.String())
+		c.Close()
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
 	m.raft.deliver(c)
 }
 
@@ -196,6 +242,15 @@ type prefixConn struct {
 	prefix []byte
 }
 
+// tlsPrefixConn is a prefixConn over TLS: protocol reads the TLS state
+// (the client certificate's principal) through ConnectionState.
+type tlsPrefixConn struct {
+	prefixConn
+	state tls.ConnectionState
+}
+
+func (c *tlsPrefixConn) ConnectionState() tls.ConnectionState { return c.state }
+
 func (c *prefixConn) Read(p []byte) (int, error) {
 	if len(c.prefix) > 0 {
 		n := copy(p, c.prefix)
@@ -206,17 +261,20 @@ func (c *prefixConn) Read(p []byte) (int, error) {
 }
 
 // streamLayer is the raft.StreamLayer over the mux: it accepts the marked
-// connections and marks the ones it dials.
+// connections and marks the ones it dials (after TLS, before SASL).
 type streamLayer struct {
 	*chanListener
 	advertise   string
 	fingerprint uint64 // sent after the marker
+	client      protocol.ClientSecurity
 }
 
 var _ raft.StreamLayer = (*streamLayer)(nil)
 
 func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", string(address), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	c, err := s.client.DialTLS(ctx, string(address), timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +287,12 @@ func (s *streamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		return nil, err
 	}
 	_ = c.SetWriteDeadline(time.Time{})
+	if s.client.SASL != nil {
+		if err := protocol.AuthenticateConn(ctx, c, string(address), s.client.SASL); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	return c, nil
 }
 

@@ -32,7 +32,7 @@ func TestRaftConnectionFromAnotherQuorumRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	ours := quorumFingerprint([]Voter{{ID: 1, Addr: ln.Addr().String()}})
-	m := newMux(ln, slog.New(slog.DiscardHandler), ours)
+	m := newMux(ln, slog.New(slog.DiscardHandler), ours, &Security{})
 	defer m.close()
 	addr := raft.ServerAddress(ln.Addr().String())
 

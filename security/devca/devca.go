@@ -171,3 +171,38 @@ func (k *KeyPair) KeystorePEM(password string) ([]byte, error) {
 func certPEM(c *x509.Certificate) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})
 }
+
+// KeyPEM is the CA's private key (PKCS#8), to issue more certificates
+// later with LoadCA (certificate rotation in development).
+func (ca *CA) KeyPEM() []byte {
+	der, err := x509.MarshalPKCS8PrivateKey(ca.Key)
+	if err != nil {
+		panic(fmt.Sprintf("devca: marshalling our own ECDSA key: %v", err)) // cannot happen
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+}
+
+// LoadCA reads a CA written by CertPEM and KeyPEM. rnd is as for NewCA.
+func LoadCA(certPEM, keyPEM []byte, rnd io.Reader) (*CA, error) {
+	if rnd == nil {
+		rnd = rand.Reader
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, fmt.Errorf("devca: the CA certificate or key is not PEM")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("devca: CA certificate: %w", err)
+	}
+	key, err := x509.ParsePKCS8PrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("devca: CA key: %w", err)
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok || !cert.IsCA {
+		return nil, fmt.Errorf("devca: not a CA certificate and signing key")
+	}
+	return &CA{Cert: cert, Key: signer, rand: rnd}, nil
+}

@@ -37,3 +37,27 @@ func TestIssueAndVerify(t *testing.T) {
 		t.Fatal("expired certificate verified")
 	}
 }
+
+func TestLoadCAIssuesUnderTheSameRoot(t *testing.T) {
+	now := time.Now()
+	ca, err := NewCA("dev-ca", now, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := LoadCA(ca.CertPEM(), ca.KeyPEM(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := again.Issue(Leaf{Subject: pkix.Name{CommonName: "b"}, DNSNames: []string{"localhost"}, Server: true, Validity: time.Hour}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca.CertPEM())
+	if _, err := leaf.Cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "localhost"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadCA(leaf.ChainPEM(), leaf.KeyPEM(), nil); err == nil {
+		t.Fatal("a leaf loaded as a CA")
+	}
+}

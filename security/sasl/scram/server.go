@@ -70,7 +70,10 @@ func (p parsers) ParseClientFirst(msg []byte) (ClientFirst, bool) {
 // Server is the server side of SCRAM-SHA-256 or SCRAM-SHA-512 (RFC 5802,
 // RFC 7677) as Kafka's ScramSaslServer: two client messages, credentials
 // from a Store, delegation tokens (tokenauth=true) refused since kbroker
-// has none. The proof arithmetic is github.com/xdg-go/scram's.
+// has none. github.com/xdg-go/scram answers the client-first message; the
+// client-final message is checked as Kafka checks it (final.go), because
+// xdg-go wants the nonce exactly while Kafka accepts one that ends with the
+// server's: librdkafka up to 2.x puts its own nonce in front again.
 type Server struct {
 	mech    Mechanism
 	store   Store
@@ -100,6 +103,12 @@ type exchange struct {
 	srv  *Server
 	conv *xscram.ServerConversation
 	user string
+	// What the final check needs from the first round.
+	cred        Credential
+	gs2Header   string // "n,," or "n,a=<authzid>,"
+	clientFirst string // client-first-message-bare
+	serverFirst string
+	nonce       string // the server-first-message's r: client + server nonce
 }
 
 func (e *exchange) Outcome() sasl.Outcome { return sasl.Outcome{AuthorizationID: e.user} }
@@ -155,7 +164,10 @@ func (e *exchange) first(in []byte) ([]byte, error) {
 	if err != nil {
 		return nil, sasl.Fail("%s: client first message of %q refused", name, cf.User)
 	}
-	e.user = cf.User
+	e.user, e.cred = cf.User, cred
+	e.gs2Header, e.clientFirst = splitGS2(string(in))
+	e.serverFirst = out
+	e.nonce = attribute(out, 'r')
 	return []byte(out), nil
 }
 
@@ -166,10 +178,10 @@ func (e *exchange) final(in []byte) ([]byte, bool, error) {
 	if !e.srv.parsers.clientFinal.Match(in) {
 		return nil, false, sasl.Fail("%s: invalid client final message format from %q", name, e.user)
 	}
-	out, err := e.conv.Step(string(in))
-	if err != nil || !e.conv.Valid() {
+	out, err := e.verifyFinal(string(in))
+	if err != nil {
 		// Never the proof or keys: "wrong password" is all the log learns.
-		return nil, false, sasl.Fail("%s: invalid client credentials for %q (wrong password or nonce)", name, e.user)
+		return nil, false, sasl.Fail("%s: invalid client credentials for %q (%v)", name, e.user, err)
 	}
 	return []byte(out), true, nil
 }

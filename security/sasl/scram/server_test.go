@@ -224,3 +224,43 @@ func FuzzExchange(f *testing.F) {
 		}
 	})
 }
+
+// librdkafka (up to 2.x, kcat on Debian) sends its own nonce again in
+// front of the server-first-message's nonce; Kafka accepts a final nonce
+// that ends with the server's, and so does kbroker. The proof covers the
+// message as sent.
+func TestLibrdkafkaRepeatedNonce(t *testing.T) {
+	store := storeWith(t, SHA256, map[string]string{"alice": "alice-secret"})
+	srv := NewServer(SHA256, store, Options{Nonce: func() string { return "SERVER" }})
+	c := sasl.NewConversation(srv)
+	clientFirstBare := "n=alice,r=CLIENT"
+	serverFirst, aerr := c.Step([]byte("n,," + clientFirstBare))
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	cred, _ := store.Credential(SHA256, "alice")
+	salted, err := SaltedPassword(SHA256, "alice-secret", cred.Salt, cred.Iterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	final := func(nonce string) string {
+		withoutProof := "c=biws,r=" + nonce
+		clientKey := mac(SHA256, salted, "Client Key")
+		sig := mac(SHA256, cred.StoredKey, clientFirstBare+","+string(serverFirst)+","+withoutProof)
+		for i := range clientKey {
+			clientKey[i] ^= sig[i]
+		}
+		return withoutProof + ",p=" + base64.StdEncoding.EncodeToString(clientKey)
+	}
+	out, aerr := c.Step([]byte(final("CLIENTCLIENTSERVER")))
+	if aerr != nil || !strings.HasPrefix(string(out), "v=") || c.State() != sasl.StateComplete {
+		t.Fatalf("repeated nonce: %q %v", out, aerr)
+	}
+	c = sasl.NewConversation(srv)
+	if _, aerr := c.Step([]byte("n,," + clientFirstBare)); aerr != nil {
+		t.Fatal(aerr)
+	}
+	if _, aerr := c.Step([]byte(final("CLIENTSERVEX"))); aerr == nil {
+		t.Fatal("a nonce that does not end with the server's was accepted")
+	}
+}
