@@ -99,16 +99,31 @@ func (b *Broker) handleProduce(_ context.Context, req *protocol.Request) protoco
 	}
 	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		for _, w := range waits {
-			if err := w.part.WaitForHW(ctx, w.lastOffset); err != nil {
-				w.resp.ErrorCode = errorCode(err)
-				w.resp.BaseOffset = -1
-			}
-		}
+		waitForHWs(ctx, timeout, waits)
 		return resp
 	}}
+}
+
+// waitForHWs waits for every acks=all partition's HW, all of them within
+// one timeout (Kafka's DelayedProduce), and sets each one's answer.
+func waitForHWs(ctx context.Context, timeout time.Duration, waits []pendingAck) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	expired := timer.C
+	for _, w := range waits {
+		err := w.part.WaitForHWUntil(ctx, expired, w.lastOffset)
+		if errors.Is(err, kerr.RequestTimedOut) && ctx.Err() == nil {
+			// The timer has fired and been received: the partitions after
+			// this one are answered as they stand, without waiting.
+			stopped := make(chan time.Time)
+			close(stopped)
+			expired = stopped
+		}
+		if err != nil {
+			w.resp.ErrorCode = errorCode(err)
+			w.resp.BaseOffset = -1
+		}
+	}
 }
 
 // producePartition validates and appends one partition's records, filling

@@ -62,8 +62,33 @@ func (fr *fetchRead) release() {
 	for _, rel := range fr.releases {
 		rel()
 	}
-	fr.releases = nil
-	fr.files = nil
+	clear(fr.releases)
+	clear(fr.files) // pins nothing
+	fr.releases, fr.files = fr.releases[:0], fr.files[:0]
+}
+
+// reset empties fr for another read of the same request, keeping what it
+// allocated: a long poll reads its partitions again on every wake-up.
+// Only a read that was released and not answered may be reset.
+func (fr *fetchRead) reset() {
+	fr.bytes, fr.hasError = 0, false
+	for i := range fr.resp.Topics {
+		clear(fr.resp.Topics[i].Partitions)
+		fr.resp.Topics[i].Partitions = fr.resp.Topics[i].Partitions[:0]
+	}
+	fr.resp.Topics = fr.resp.Topics[:0]
+	fr.resp.Brokers = fr.resp.Brokers[:0]
+}
+
+// partitionsFor returns an empty slice for the partitions of the response's
+// topic ti: the one a reset read left there, or a new one with room for n.
+func (fr *fetchRead) partitionsFor(ti, n int) []kmsg.FetchResponseTopicPartition {
+	if ti < cap(fr.resp.Topics) {
+		if parts := fr.resp.Topics[:ti+1][ti].Partitions; parts != nil {
+			return parts[:0]
+		}
+	}
+	return make([]kmsg.FetchResponseTopicPartition, 0, n)
 }
 
 func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.Response {
@@ -83,7 +108,7 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 	var last *fetchRead
 	return protocol.Response{
 		Later: func(ctx context.Context) kmsg.Response {
-			last = b.longPollFetch(ctx, r, minBytes, denied)
+			last = b.longPollFetch(ctx, r, minBytes, denied, first)
 			return last.body()
 		},
 		Done: func() {
@@ -95,19 +120,25 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 }
 
 // longPollFetch waits until MinBytes are ready, MaxWait passes or the
-// connection closes, and returns the last read.
-func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minBytes int, denied map[string]bool) *fetchRead {
-	w := replication.NewWaiter()
-	for _, p := range b.fetchPartitions(r) {
-		stop := p.Watch(w)
-		defer stop()
+// connection closes, and returns the last read, made into res (the
+// handler's first read, released).
+func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minBytes int, denied map[string]bool, res *fetchRead) *fetchRead {
+	w := replication.NewWaiterFor(fetchWakeEvents(r))
+	parts := b.fetchPartitions(r)
+	for _, p := range parts {
+		p.WatchOn(w)
 	}
+	defer func() {
+		for _, p := range parts {
+			p.Unwatch(w)
+		}
+	}()
 	timer := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
 	defer timer.Stop()
 	for {
 		// Read before waiting: an append or HW move between the handler's
 		// first read and the watchers' registration above woke nobody.
-		res := b.readFetch(r, denied)
+		res = b.readFetchInto(r, denied, res)
 		if res.bytes >= minBytes || res.hasError {
 			return res
 		}
@@ -115,11 +146,27 @@ func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minByt
 		select {
 		case <-w.C:
 		case <-timer.C:
-			return b.readFetch(r, denied)
+			return b.readFetchInto(r, denied, res)
 		case <-ctx.Done():
-			return b.readFetch(r, denied)
+			return b.readFetchInto(r, denied, res)
 		}
 	}
+}
+
+// fetchWakeEvents are the changes that can give a waiting fetch more to
+// read: appends for a follower, which reads up to the log end; HW moves for
+// a consumer, which reads up to it. A read_committed consumer is woken by
+// both: its bound, the last stable offset, also moves with the markers
+// that end transactions.
+func fetchWakeEvents(r *kmsg.FetchRequest) replication.Events {
+	replicaID, _ := replication.FetchReplica(r)
+	switch {
+	case replicaID >= 0:
+		return replication.LogEndMoved
+	case r.IsolationLevel == 1:
+		return replication.LogEndMoved | replication.HighWatermarkMoved
+	}
+	return replication.HighWatermarkMoved
 }
 
 // fetchPartitions lists the partitions a fetch names that this broker holds.
@@ -150,16 +197,28 @@ func (b *Broker) fetchTopicName(view *metadataView, version int16, rt kmsg.Fetch
 // readFetch reads every partition of r once; the topics in denied are
 // answered TOPIC_AUTHORIZATION_FAILED.
 func (b *Broker) readFetch(r *kmsg.FetchRequest, denied map[string]bool) *fetchRead {
+	return b.readFetchInto(r, denied, nil)
+}
+
+// readFetchInto is readFetch into fr, a released earlier read of r (reset
+// and reused), or into a new one when fr is nil.
+func (b *Broker) readFetchInto(r *kmsg.FetchRequest, denied map[string]bool, fr *fetchRead) *fetchRead {
 	view := b.view()
 	replicaID, _ := replication.FetchReplica(r)
-	fr := &fetchRead{resp: r.ResponseKind().(*kmsg.FetchResponse)}
+	if fr == nil {
+		fr = &fetchRead{resp: r.ResponseKind().(*kmsg.FetchResponse)}
+		fr.resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(r.Topics))
+	} else {
+		fr.reset()
+	}
 	budget := int(r.MaxBytes)
 	if budget <= 0 {
 		budget = int(^uint32(0) >> 1)
 	}
 	minOne := true
-	for _, rt := range r.Topics {
+	for ti, rt := range r.Topics {
 		out := kmsg.NewFetchResponseTopic()
+		out.Partitions = fr.partitionsFor(ti, len(rt.Partitions))
 		out.Topic, out.TopicID = rt.Topic, rt.TopicID
 		name := b.fetchTopicName(view, r.Version, rt)
 		for _, rp := range rt.Partitions {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -43,6 +44,24 @@ type metrics struct {
 	denials       *prometheus.CounterVec // api, resource_type
 
 	errorCodeField sync.Map // reflect.Type of a response -> index of its ErrorCode field, -1 if none
+
+	// perVersion caches each API version's request counter and latency
+	// histogram: WithLabelValues hashes and looks up its labels under a
+	// lock, twice per request otherwise.
+	perVersion [apiCacheKeys][apiCacheVersions]atomic.Pointer[versionMetrics]
+}
+
+// The API keys and versions whose metrics are cached; others (none today)
+// are looked up on every request.
+const (
+	apiCacheKeys     = 128
+	apiCacheVersions = 32
+)
+
+// versionMetrics are one API version's request metrics.
+type versionMetrics struct {
+	requests prometheus.Counter
+	latency  prometheus.Observer
 }
 
 func newMetrics() *metrics {
@@ -82,15 +101,14 @@ func newMetrics() *metrics {
 
 // observe records one answered request (protocol.ServerOptions.Observe).
 func (m *metrics) observe(req *protocol.Request, resp kmsg.Response, dur time.Duration) {
-	api := apiName(req.Key)
-	version := strconv.Itoa(int(req.Version))
-	m.requests.WithLabelValues(api, version).Inc()
-	m.latency.WithLabelValues(api, version).Observe(dur.Seconds())
+	vm := m.versionMetrics(req.Key, req.Version)
+	vm.requests.Inc()
+	vm.latency.Observe(dur.Seconds())
 	if resp == nil {
 		return
 	}
 	for _, code := range m.responseErrorCodes(resp) {
-		m.requestErrors.WithLabelValues(api, errorName(code)).Inc()
+		m.requestErrors.WithLabelValues(apiName(req.Key), errorName(code)).Inc()
 	}
 	if jg, ok := resp.(*kmsg.JoinGroupResponse); ok && jg.ErrorCode == 0 && jg.MemberID != "" && jg.MemberID == jg.LeaderID {
 		m.rebalances.Inc() // one leader answer per completed rebalance
@@ -108,6 +126,23 @@ func (m *metrics) onDeny(req acl.Request, act acl.Action) {
 	if act.LogIfDenied {
 		m.denials.WithLabelValues(req.API, act.Type.String()).Inc()
 	}
+}
+
+// versionMetrics returns the request metrics of an API version, cached for
+// the keys and versions Kafka has.
+func (m *metrics) versionMetrics(key, version int16) *versionMetrics {
+	cached := key >= 0 && key < apiCacheKeys && version >= 0 && version < apiCacheVersions
+	if cached {
+		if vm := m.perVersion[key][version].Load(); vm != nil {
+			return vm
+		}
+	}
+	api, v := apiName(key), strconv.Itoa(int(version))
+	vm := &versionMetrics{requests: m.requests.WithLabelValues(api, v), latency: m.latency.WithLabelValues(api, v)}
+	if cached {
+		m.perVersion[key][version].Store(vm)
+	}
+	return vm
 }
 
 // onISRChange counts committed ISR changes (replication.ManagerOptions).

@@ -40,6 +40,7 @@ type Client struct {
 	maxVersions map[int16]int16 // from the peer's ApiVersions; nil until negotiated on nc
 	buf         []byte          // request encoding, reused
 	respBuf     []byte          // response frames, reused when reuseFrames: see Request
+	within      time.Duration   // the timeout of the call in progress (RequestWithin), 0: none
 }
 
 // NewClient returns a client for addr. It connects lazily.
@@ -68,8 +69,22 @@ var ErrUnsupportedByPeer = errors.New("protocol: peer does not support this api"
 // byte fields (a fetch's record batches) alias a buffer the client reuses:
 // they are valid until the next Request.
 func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	return c.request(ctx, 0, req)
+}
+
+// RequestWithin is Request that gives up after d as well (or when ctx
+// ends): a caller with a timeout per request (a replica fetcher) needs no
+// context of its own for each.
+func (c *Client) RequestWithin(ctx context.Context, d time.Duration, req kmsg.Request) (kmsg.Response, error) {
+	return c.request(ctx, d, req)
+}
+
+// request is Request with a timeout of d (0: ctx's deadline, else the
+// default).
+func (c *Client) request(ctx context.Context, d time.Duration, req kmsg.Request) (kmsg.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.within = d
 	if err := c.connectLocked(ctx); err != nil {
 		return nil, err
 	}
@@ -95,6 +110,7 @@ func (c *Client) Request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 func (c *Client) RoundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.within = 0
 	if err := c.connectLocked(ctx); err != nil {
 		return nil, err
 	}
@@ -171,11 +187,7 @@ func (c *Client) negotiateLocked(ctx context.Context) error {
 }
 
 func (c *Client) roundTripLocked(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(30 * time.Second)
-	}
-	c.nc.SetDeadline(deadline)
+	c.nc.SetDeadline(c.deadlineLocked(ctx))
 	// The callback may run after this round trip ended and the connection
 	// was closed and dropped: it holds its own reference, not c.nc.
 	nc := c.nc
@@ -205,6 +217,21 @@ func (c *Client) roundTripLocked(ctx context.Context, req kmsg.Request) (kmsg.Re
 		return nil, fmt.Errorf("%w: correlation id %d, want %d", ErrBadFrame, got, corr)
 	}
 	return c.decodeResponse(req, &rd)
+}
+
+// deadlineLocked is when the call in progress gives up: the earlier of
+// ctx's deadline and its own timeout (RequestWithin), 30 s without either.
+func (c *Client) deadlineLocked(ctx context.Context) time.Time {
+	deadline, ok := ctx.Deadline()
+	if c.within > 0 {
+		if d := time.Now().Add(c.within); !ok || d.Before(deadline) {
+			return d
+		}
+	}
+	if !ok {
+		return time.Now().Add(30 * time.Second)
+	}
+	return deadline
 }
 
 // frameBuf returns a buffer of n bytes for a response frame.

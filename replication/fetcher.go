@@ -227,11 +227,17 @@ type fetchTopicKey struct {
 	name string
 }
 
+// fetchPartKey names a partition of a round.
+type fetchPartKey struct {
+	topic     fetchTopicKey
+	partition int32
+}
+
 // fetchRound is one Fetch of a fetcher: the request and what it asked of
-// each partition, by topic.
+// each partition.
 type fetchRound struct {
 	req   *kmsg.FetchRequest
-	parts map[fetchTopicKey]map[int32]sent
+	parts map[fetchPartKey]sent
 }
 
 // keyOf is the key of a response topic: the leader answers a v13+ fetch
@@ -256,7 +262,7 @@ func (f *fetcher) nextRound() (fetchRound, bool) {
 		byID = byID && s.state.TopicID != [16]byte{}
 	}
 	req := f.newFetchRequest(byID)
-	parts := make(map[fetchTopicKey]map[int32]sent)
+	parts := make(map[fetchPartKey]sent, len(due))
 	topicIdx := make(map[fetchTopicKey]int)
 	for _, s := range due {
 		key := fetchTopicKey{name: s.p.Topic}
@@ -270,10 +276,9 @@ func (f *fetcher) nextRound() (fetchRound, bool) {
 			t := kmsg.NewFetchRequestTopic()
 			t.Topic, t.TopicID = s.p.Topic, s.state.TopicID
 			req.Topics = append(req.Topics, t)
-			parts[key] = make(map[int32]sent)
 		}
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, f.fetchPartition(s))
-		parts[key][s.p.Index] = s
+		parts[fetchPartKey{key, s.p.Index}] = s
 	}
 	return fetchRound{req: req, parts: parts}, true
 }
@@ -284,7 +289,7 @@ func (f *fetcher) duePartitions() []sent {
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var due []sent
+	due := make([]sent, 0, len(f.partitions))
 	for p, fp := range f.partitions {
 		st, ok := p.FetchState()
 		if !ok || st.Leader != f.leader {
@@ -356,7 +361,7 @@ func (f *fetcher) handleResponse(r fetchRound, resp *kmsg.FetchResponse) time.Du
 		t := &resp.Topics[ti]
 		for i := range t.Partitions {
 			rp := &t.Partitions[i]
-			s, ok := r.parts[r.keyOf(t)][rp.Partition]
+			s, ok := r.parts[fetchPartKey{r.keyOf(t), rp.Partition}]
 			if !ok {
 				continue
 			}

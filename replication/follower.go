@@ -59,9 +59,14 @@ func (p *Partition) AppendAsFollower(leaderEpoch int32, batches []byte, leaderHW
 			p.logger.Warn("following the leader's log start offset failed", "offset", leaderLogStart, "err", err)
 		}
 	}
-	if moved || len(batches) > 0 {
-		p.watchers.notify()
+	var ev Events
+	if len(batches) > 0 {
+		ev |= LogEndMoved
 	}
+	if moved {
+		ev |= HighWatermarkMoved
+	}
+	p.watchers.notify(ev)
 	return nil
 }
 

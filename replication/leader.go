@@ -30,8 +30,11 @@ func (p *Partition) AppendAsLeader(batches []record.Batch, acks int16, opts stor
 	if err != nil {
 		return info, err
 	}
-	p.maybeAdvanceSoleHW()
-	p.watchers.notify()
+	ev := LogEndMoved
+	if p.maybeAdvanceSoleHW() {
+		ev |= HighWatermarkMoved
+	}
+	p.watchers.notify(ev)
 	return info, nil
 }
 
@@ -51,18 +54,19 @@ func (p *Partition) leaderAppendEpoch(acks int16) (int32, error) {
 }
 
 // maybeAdvanceSoleHW moves the HW after an append when the leader alone is
-// the ISR (the HW follows its LEO). It looks at the ISR after the append
-// has published the new LEO, so a shrink committed meanwhile either sees
-// that LEO or is seen here.
-func (p *Partition) maybeAdvanceSoleHW() {
+// the ISR (the HW follows its LEO), and reports whether it moved. It looks
+// at the ISR after the append has published the new LEO, so a shrink
+// committed meanwhile either sees that LEO or is seen here.
+func (p *Partition) maybeAdvanceSoleHW() bool {
 	p.mu.RLock()
 	single := len(p.isr.maximal()) == 1
 	p.mu.RUnlock()
-	if single {
-		p.mu.Lock()
-		p.maybeAdvanceHWLocked()
-		p.mu.Unlock()
+	if !single {
+		return false
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.maybeAdvanceHWLocked()
 }
 
 // WaitForHW blocks until the HW passes offset (acks=all: the batch is on
@@ -70,15 +74,27 @@ func (p *Partition) maybeAdvanceSoleHW() {
 // ISR has shrunk below min.insync.replicas meanwhile; NOT_LEADER_OR_FOLLOWER
 // if leadership moved; REQUEST_TIMED_OUT when ctx ends.
 func (p *Partition) WaitForHW(ctx context.Context, offset int64) error {
-	w := NewWaiter()
-	stop := p.Watch(w)
-	defer stop()
+	return p.WaitForHWUntil(ctx, nil, offset)
+}
+
+// WaitForHWUntil is WaitForHW that also gives up, with REQUEST_TIMED_OUT,
+// once expired delivers or is closed (a produce request's timeout: one
+// timer for all its partitions, instead of a context each).
+func (p *Partition) WaitForHWUntil(ctx context.Context, expired <-chan time.Time, offset int64) error {
+	if done, err := p.hwReached(offset); done {
+		return err
+	}
+	w := NewWaiterFor(HighWatermarkMoved)
+	p.watchers.add(w)
+	defer p.watchers.remove(w)
 	for {
 		if done, err := p.hwReached(offset); done {
 			return err
 		}
 		select {
 		case <-w.C:
+		case <-expired:
+			return kerr.RequestTimedOut
 		case <-ctx.Done():
 			return kerr.RequestTimedOut
 		}
@@ -172,60 +188,60 @@ func FetchReplica(req *kmsg.FetchRequest) (id int32, brokerEpoch int64) {
 // as in Kafka, which reads first. Each step checks the role and leader
 // epoch under mu.
 func (p *Partition) UpdateFollowerAndRead(f FollowerFetch) (ReadResult, error) {
-	epoch, answer, err := p.updateFollowerFetchState(f)
-	if err != nil || answer != nil {
-		return answer.orEmpty(), err
+	epoch, answer, answered, err := p.updateFollowerFetchState(f)
+	if err != nil || answered {
+		return answer, err
 	}
 	return p.readForFollower(f, epoch)
 }
 
 // updateFollowerFetchState validates a follower fetch and records it. It
-// returns the leader epoch it was checked against, or the answer when
-// there is nothing to read.
-func (p *Partition) updateFollowerFetchState(f FollowerFetch) (int32, *ReadResult, error) {
+// returns the leader epoch it was checked against, or the answer (answered
+// set) when there is nothing to read.
+func (p *Partition) updateFollowerFetchState(f FollowerFetch) (epoch int32, answer ReadResult, answered bool, err error) {
 	p.mu.Lock()
-	epoch := p.leaderEpoch
-	answer, err := p.unreadableFetchLocked(f)
-	if err != nil || answer != nil {
+	epoch = p.leaderEpoch
+	answer, answered, err = p.unreadableFetchLocked(f)
+	if err != nil || answered {
 		p.mu.Unlock()
-		return epoch, answer, err
+		return epoch, answer, answered, err
 	}
 	moved, change := p.observeFollowerLocked(f.ReplicaID, f.ReplicaEpoch, f.FetchOffset)
 	p.mu.Unlock()
 	if moved {
-		p.watchers.notify()
+		p.watchers.notify(HighWatermarkMoved)
 	}
 	if change != nil && p.proposeISR != nil {
 		p.proposeISR(p, *change)
 	}
-	return epoch, nil, nil
+	return epoch, ReadResult{}, false, nil
 }
 
 // unreadableFetchLocked answers a follower fetch there is nothing to read
-// for: refused (not leader, epoch, not a replica), diverging, or out of the
-// log's range. nil, nil: the fetch may be recorded and read. Must be called
-// with mu held.
-func (p *Partition) unreadableFetchLocked(f FollowerFetch) (*ReadResult, error) {
+// for (answered set, or an error): refused (not leader, epoch, not a
+// replica), diverging, or out of the log's range. Neither: the fetch may be
+// recorded and read. Must be called with mu held.
+func (p *Partition) unreadableFetchLocked(f FollowerFetch) (answer ReadResult, answered bool, err error) {
 	if err := p.checkFollowerFetchLocked(f); err != nil {
-		return nil, err
+		return ReadResult{}, false, err
 	}
-	offsets := &ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	offsets := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
 	if f.LastFetchedEpoch >= 0 {
 		div, err := p.divergenceLocked(f.LastFetchedEpoch, f.FetchOffset)
 		if err != nil {
-			return nil, err
+			return ReadResult{}, false, err
 		}
 		if div != nil {
 			offsets.Diverging = div
-			return offsets, nil
+			return offsets, true, nil
 		}
 	}
 	if f.FetchOffset < offsets.LogStartOffset || f.FetchOffset > offsets.LogEndOffset {
 		// Not the follower's position: it may lie past our log end, on a
 		// log without epochs to tell where it diverges.
-		return offsets, kerr.OffsetOutOfRange
+		return offsets, true, kerr.OffsetOutOfRange
 	}
-	return nil, nil
+	return ReadResult{}, false, nil
 }
 
 // checkFollowerFetchLocked refuses a fetch from a replica of another epoch
@@ -269,14 +285,6 @@ func (p *Partition) readForFollower(f FollowerFetch, epoch int32) (ReadResult, e
 	}
 	res.ReadResult = rr
 	return res, nil
-}
-
-// orEmpty is the result itself, or an empty one when r is nil.
-func (r *ReadResult) orEmpty() ReadResult {
-	if r == nil {
-		return ReadResult{}
-	}
-	return *r
 }
 
 // divergenceLocked compares a follower's last fetched epoch with our epoch
@@ -395,7 +403,7 @@ func (p *Partition) ISRResult(sent AlterISR, isr []int32, leaderEpoch, partition
 	p.mu.Lock()
 	applied, shrink, resend := p.isrResultLocked(sent, isr, leaderEpoch, partitionEpoch, err)
 	p.mu.Unlock()
-	p.watchers.notify()
+	p.watchers.notify(HighWatermarkMoved) // the ISR decides the HW and acks=all answers
 	if applied && p.onISRChange != nil {
 		p.onISRChange(p, shrink)
 	}

@@ -64,9 +64,7 @@ func (c *protocolLeaderClient) Fetch(ctx context.Context, req *kmsg.FetchRequest
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.maxWait+fetchResponseTimeout)
-	defer cancel()
-	resp, err := client.Request(ctx, req)
+	resp, err := client.RequestWithin(ctx, c.maxWait+fetchResponseTimeout, req)
 	if err != nil {
 		return nil, err
 	}

@@ -174,9 +174,19 @@ func (p *Partition) followerLEOsLocked() map[int32]int64 {
 	return out
 }
 
-// Watch wakes w whenever the partition's LEO, HW or role changes, until the
-// returned function is called.
-func (p *Partition) Watch(w *Waiter) (stop func()) { return p.watchers.add(w) }
+// Watch wakes w whenever the partition's LEO, HW or role changes (those of
+// them w asked for), until the returned function is called.
+func (p *Partition) Watch(w *Waiter) (stop func()) {
+	p.watchers.add(w)
+	return func() { p.watchers.remove(w) }
+}
+
+// WatchOn is Watch for callers on a hot path, which stop with Unwatch
+// rather than through a closure.
+func (p *Partition) WatchOn(w *Waiter) { p.watchers.add(w) }
+
+// Unwatch stops waking w (WatchOn).
+func (p *Partition) Unwatch(w *Waiter) { p.watchers.remove(w) }
 
 // SetMinISR applies a new min.insync.replicas (a dynamic topic config).
 func (p *Partition) SetMinISR(n int32) {
@@ -184,7 +194,7 @@ func (p *Partition) SetMinISR(n int32) {
 	p.minISR = max(n, 1)
 	p.maybeAdvanceHWLocked()
 	p.mu.Unlock()
-	p.watchers.notify()
+	p.watchers.notify(HighWatermarkMoved)
 }
 
 // checkEpochLocked validates a request's current leader epoch (-1: not given).

@@ -34,7 +34,7 @@ func (p *Partition) transitionLocked(to Role, leader, epoch int32) (Role, error)
 func (p *Partition) MakeLeader(st PartitionState, minISR int32) error {
 	p.roleMu.Lock()
 	defer p.roleMu.Unlock()
-	defer p.watchers.notify()
+	defer p.watchers.notify(AllEvents)
 	start, err := p.leaderEpochStart(st, minISR)
 	if err != nil || start < 0 {
 		return err
@@ -122,7 +122,7 @@ func (p *Partition) MakeFollower(st PartitionState) (bool, error) {
 	p.roleMu.Lock()
 	defer p.roleMu.Unlock()
 	p.mu.Lock()
-	defer p.watchers.notify()
+	defer p.watchers.notify(AllEvents)
 	defer p.mu.Unlock()
 	if st.LeaderEpoch < p.leaderEpoch {
 		return false, fmt.Errorf("%s: stale leader epoch %d < %d", p, st.LeaderEpoch, p.leaderEpoch)
@@ -160,7 +160,7 @@ func (p *Partition) makeOffline() error {
 	p.roleMu.Lock()
 	defer p.roleMu.Unlock()
 	p.mu.Lock()
-	defer p.watchers.notify()
+	defer p.watchers.notify(AllEvents)
 	defer p.mu.Unlock()
 	return p.becomeOfflineLocked()
 }
