@@ -234,6 +234,15 @@
 //   - cleanup.policy=compact,delete: the cleaner and time/size retention
 //     both apply.
 //
+// # Files
+//
+// Every file of a log dir is reached through a vfs.FS (LogOptions.FS,
+// ManagerOptions.FS; vfs.Default is the operating system): opens, writes,
+// fsyncs, msyncs of mapped ranges, directory syncs, renames and removals.
+// That is what lets tests cut power (vfs.CrashFS keeps only what was
+// synced) and inject I/O errors. Only the format-time helpers of
+// logdirs.go use the os package directly.
+//
 // # Concurrency
 //
 // Log methods are safe for concurrent use. Mutations serialise on the

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"log/slog"
 	"os"
 	"sort"
@@ -33,8 +34,11 @@ type LogOptions struct {
 	// Logger receives recovery progress, rolls, deletions and failures
 	// (default slog.Default()).
 	Logger *slog.Logger
-	// Fallocate reserves disk blocks (default: fallocate(2) mode 0). Tests
-	// replace it to inject ENOSPC or EOPNOTSUPP.
+	// FS is the file system of every file of the log (default
+	// vfs.Default; tests pass a vfs.CrashFS).
+	FS vfs.FS
+	// Fallocate, when set, replaces File.Allocate for reserving disk
+	// blocks. Tests replace it to inject ENOSPC or EOPNOTSUPP.
 	Fallocate func(f *os.File, offset, length int64) error
 	// MaxMappedSegments is how many inactive segments of the log stay
 	// mapped for reading (least recently used are unmapped; default 4).
@@ -58,8 +62,8 @@ func (o LogOptions) withDefaults() LogOptions {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Fallocate == nil {
-		o.Fallocate = osFallocate
+	if o.FS == nil {
+		o.FS = vfs.Default
 	}
 	if o.MaxMappedSegments <= 0 {
 		o.MaxMappedSegments = 4
@@ -187,7 +191,7 @@ func OpenLog(dir string, cfg LogConfig, st LogState, opts LogOptions) (*Log, err
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, diskError("create log dir", err)
 	}
 	l := &Log{
@@ -195,10 +199,10 @@ func OpenLog(dir string, cfg LogConfig, st LogState, opts LogOptions) (*Log, err
 		opts:      opts,
 		logger:    opts.Logger.With("log", dir),
 		cfg:       cfg,
-		producers: newProducerStateManager(dir),
+		producers: newProducerStateManager(opts.FS, dir),
 		lastFlush: opts.Now(),
 	}
-	l.env = &fileEnv{fallocate: opts.Fallocate, logger: l.logger}
+	l.env = &fileEnv{fs: opts.FS, fallocate: opts.Fallocate, logger: l.logger}
 	if opts.mapCache == nil {
 		opts.mapCache = newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegments)
 	}
@@ -641,7 +645,7 @@ func (l *Log) Flush() error {
 
 	err := l.flushSegments(segs, sizes, rp)
 	if err == nil && dirDirty {
-		err = syncDir(l.dir)
+		err = syncDir(l.env.fs, l.dir)
 	}
 
 	l.appendMu.Lock()
@@ -739,7 +743,7 @@ func (l *Log) Close() error {
 	if err := l.retireLocked(segs, false, "close"); err != nil {
 		errs = append(errs, err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.env.fs, l.dir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -748,7 +752,7 @@ func (l *Log) Close() error {
 // Delete closes the log and removes its directory.
 func (l *Log) Delete() error {
 	err := l.Close()
-	if rmErr := os.RemoveAll(l.dir); rmErr != nil {
+	if rmErr := l.env.fs.RemoveAll(l.dir); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("storage: remove log dir: %w", rmErr))
 	}
 	return err

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -38,7 +39,9 @@ type ManagerOptions struct {
 	LogCleanerBackoff time.Duration
 	// Fallocate, MaxMappedSegments and CleanerDedupeBufferBytes are passed
 	// to every log (LogOptions).
-	Fallocate                func(f *os.File, offset, length int64) error
+	Fallocate func(f *os.File, offset, length int64) error
+	// FS is the file system of the log dirs (default vfs.Default).
+	FS                       vfs.FS
 	MaxMappedSegments        int
 	CleanerDedupeBufferBytes int64
 	// MaxMappedSegmentsTotal bounds the inactive segments mapped for
@@ -59,6 +62,9 @@ type ManagerOptions struct {
 func (o ManagerOptions) withDefaults() ManagerOptions {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -209,12 +215,12 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 // recovery point unknown means full recovery; HW and log start offsets
 // default to 0 (the log start is then the first segment).
 func (m *Manager) loadDir(path string) (*dirState, error) {
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	if err := m.opts.FS.MkdirAll(path, 0o755); err != nil {
 		return nil, diskError("create log dir", err)
 	}
 	ds := &dirState{path: path}
 	read := func(name string) map[TopicPartition]int64 {
-		v, err := readOffsetCheckpoint(filepath.Join(path, name))
+		v, err := readOffsetCheckpoint(m.opts.FS, filepath.Join(path, name))
 		if err != nil {
 			m.logger.Warn("storage: unreadable checkpoint file; falling back", "file", filepath.Join(path, name), "err", err)
 			if name == RecoveryPointCheckpointFile {
@@ -229,12 +235,12 @@ func (m *Manager) loadDir(path string) (*dirState, error) {
 	ds.logStarts = read(LogStartOffsetCheckpointFile)
 	ds.cleanerOffsets = read(CleanerOffsetCheckpointFile)
 	marker := filepath.Join(path, CleanShutdownFile)
-	if _, err := os.Stat(marker); err == nil {
+	if _, err := m.opts.FS.Stat(marker); err == nil {
 		ds.clean = !ds.recoveryUnknown
-		if err := os.Remove(marker); err != nil {
+		if err := m.opts.FS.Remove(marker); err != nil {
 			return nil, fmt.Errorf("storage: remove clean shutdown marker: %w", err)
 		}
-		if err := syncDir(path); err != nil {
+		if err := syncDir(m.opts.FS, path); err != nil {
 			return nil, err
 		}
 	}
@@ -274,7 +280,7 @@ func parsePartitionDirName(name string) (TopicPartition, bool) {
 // scanPartitions lists the partition dirs of ds, removing leftovers of
 // interrupted deletions (our "<name>.<hex>-delete" dirs).
 func (m *Manager) scanPartitions(ds *dirState) error {
-	des, err := os.ReadDir(ds.path)
+	des, err := m.opts.FS.ReadDir(ds.path)
 	if err != nil {
 		return diskError("list log dir", err)
 	}
@@ -286,7 +292,7 @@ func (m *Manager) scanPartitions(ds *dirState) error {
 		full := filepath.Join(ds.path, name)
 		if strings.HasSuffix(name, "-delete") && strings.Contains(name, ".") {
 			m.logger.Info("storage: removing partition dir left by an interrupted delete", "dir", full)
-			if err := os.RemoveAll(full); err != nil {
+			if err := m.opts.FS.RemoveAll(full); err != nil {
 				return fmt.Errorf("storage: remove %s: %w", full, err)
 			}
 			continue
@@ -298,7 +304,7 @@ func (m *Manager) scanPartitions(ds *dirState) error {
 		if prev, dup := m.onDisk[tp]; dup {
 			return fmt.Errorf("storage: partition %s found in both %s and %s", tp, prev.Dir, full)
 		}
-		id, err := readPartitionMetadata(full)
+		id, err := readPartitionMetadata(m.opts.FS, full)
 		if err != nil {
 			m.logger.Warn("storage: unreadable partition.metadata", "dir", full, "err", err)
 		}
@@ -465,17 +471,17 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 }
 
 func (m *Manager) logOptions() LogOptions {
-	return LogOptions{Now: m.opts.Now, Logger: m.logger, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
+	return LogOptions{Now: m.opts.Now, Logger: m.logger, FS: m.opts.FS, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
 		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps}
 }
 
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
 // returns the topic id in force.
 func (m *Manager) ensurePartitionMetadata(dir string, topicID [16]byte) ([16]byte, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := m.opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return topicID, diskError("create partition dir", err)
 	}
-	have, err := readPartitionMetadata(dir)
+	have, err := readPartitionMetadata(m.opts.FS, dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		m.logger.Warn("storage: rewriting unreadable partition.metadata", "dir", dir, "err", err)
 	}
@@ -487,7 +493,7 @@ func (m *Manager) ensurePartitionMetadata(dir string, topicID [16]byte) ([16]byt
 		return have, nil
 	}
 	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", encodeTopicID(topicID))
-	return topicID, writeFileAtomic(filepath.Join(dir, PartitionMetadataFile), []byte(data))
+	return topicID, writeFileAtomic(m.opts.FS, filepath.Join(dir, PartitionMetadataFile), []byte(data))
 }
 
 // encodeTopicID renders a UUID as Kafka does (URL-safe base64, no padding).
@@ -497,9 +503,9 @@ func encodeTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToSt
 //
 //	version: 0
 //	topic_id: <base64url uuid>
-func readPartitionMetadata(dir string) ([16]byte, error) {
+func readPartitionMetadata(fsys vfs.FS, dir string) ([16]byte, error) {
 	var id [16]byte
-	data, err := os.ReadFile(filepath.Join(dir, PartitionMetadataFile))
+	data, err := vfs.ReadFile(fsys, filepath.Join(dir, PartitionMetadataFile))
 	if err != nil {
 		return id, err
 	}
@@ -549,7 +555,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		dir = pd.Dir
 	case offline:
 		dir = off.Dir // a new log that failed to open may have left its dir
-		if _, err := os.Stat(dir); err != nil {
+		if _, err := m.opts.FS.Stat(dir); err != nil {
 			return nil
 		}
 	default:
@@ -558,13 +564,13 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	var suffix [8]byte
 	rand.Read(suffix[:])
 	tomb := fmt.Sprintf("%s.%s-delete", dir, hex.EncodeToString(suffix[:]))
-	if err := os.Rename(dir, tomb); err != nil {
+	if err := m.opts.FS.Rename(dir, tomb); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("storage: rename %s for deletion: %w", dir, err))...)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := syncDir(m.opts.FS, filepath.Dir(dir)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(tomb); err != nil {
+	if err := m.opts.FS.RemoveAll(tomb); err != nil {
 		errs = append(errs, fmt.Errorf("storage: remove %s: %w", tomb, err))
 	}
 	m.logger.Info("storage: deleted partition log", "partition", tp.String())
@@ -627,7 +633,7 @@ func (m *Manager) WriteCheckpoints() error {
 			RecoveryPointCheckpointFile: v.rp, ReplicationCheckpointFile: v.hw, LogStartOffsetCheckpointFile: v.lso,
 			CleanerOffsetCheckpointFile: v.cleaner,
 		} {
-			if err := writeOffsetCheckpoint(filepath.Join(ds.path, name), offsets); err != nil {
+			if err := writeOffsetCheckpoint(m.opts.FS, filepath.Join(ds.path, name), offsets); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -823,7 +829,7 @@ func (m *Manager) Close() error {
 		if unclean[ds] || ckErr != nil {
 			continue
 		}
-		if err := writeFileAtomic(filepath.Join(ds.path, CleanShutdownFile), nil); err != nil {
+		if err := writeFileAtomic(m.opts.FS, filepath.Join(ds.path, CleanShutdownFile), nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

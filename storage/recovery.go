@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"io"
 	"math"
 	"os"
@@ -46,7 +47,7 @@ func (l *Log) scanDirLocked() ([]int64, error) {
 	if err := l.completeSwapsLocked(); err != nil {
 		return nil, err
 	}
-	des, err := os.ReadDir(l.dir)
+	des, err := l.env.fs.ReadDir(l.dir)
 	if err != nil {
 		return nil, diskError("list log dir", err)
 	}
@@ -67,7 +68,7 @@ func (l *Log) scanDirLocked() ([]int64, error) {
 		}
 		if isStrayFile(name) || orphan {
 			l.logger.Info("storage: deleting stray file", "file", name)
-			if err := os.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := l.env.fs.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("storage: delete stray file: %w", err)
 			}
 			continue
@@ -90,7 +91,7 @@ func (l *Log) scanDirLocked() ([]int64, error) {
 // already renamed: it is renamed too. *.cleaned files (never committed) are
 // left to the stray-file deletion.
 func (l *Log) completeSwapsLocked() error {
-	des, err := os.ReadDir(l.dir)
+	des, err := l.env.fs.ReadDir(l.dir)
 	if err != nil {
 		return diskError("list log dir", err)
 	}
@@ -116,14 +117,14 @@ func (l *Log) completeSwapsLocked() error {
 				continue // a stray without its log: deleted as such
 			}
 			path := segmentFileName(l.dir, base, suf)
-			if err := os.Rename(path+swapSuffix, path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := l.env.fs.Rename(path+swapSuffix, path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("storage: complete swap: %w", err)
 			}
 			done = true
 		}
 	}
 	if done {
-		return syncDir(l.dir)
+		return syncDir(l.env.fs, l.dir)
 	}
 	return nil
 }
@@ -131,7 +132,7 @@ func (l *Log) completeSwapsLocked() error {
 // completeSwapLocked installs <base>.log.swap (see completeSwapsLocked).
 func (l *Log) completeSwapLocked(base int64, logs []int64) error {
 	swap := segmentFileName(l.dir, base, logSuffix) + swapSuffix
-	next, err := swapNextOffset(swap, base)
+	next, err := swapNextOffset(l.env.fs, swap, base)
 	if err != nil {
 		return err
 	}
@@ -145,18 +146,18 @@ func (l *Log) completeSwapLocked(base int64, logs []int64) error {
 	}
 	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
 		path := segmentFileName(l.dir, base, suf)
-		if _, err := os.Stat(path + swapSuffix); errors.Is(err, os.ErrNotExist) {
-			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if _, err := l.env.fs.Stat(path + swapSuffix); errors.Is(err, os.ErrNotExist) {
+			if err := l.env.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("storage: delete replaced index: %w", err)
 			}
 		}
 	}
 	// The deletions must be durable before the rename makes the swap
 	// segment look like any other.
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.env.fs, l.dir); err != nil {
 		return err
 	}
-	if err := os.Rename(swap, segmentFileName(l.dir, base, logSuffix)); err != nil {
+	if err := l.env.fs.Rename(swap, segmentFileName(l.dir, base, logSuffix)); err != nil {
 		return fmt.Errorf("storage: complete swap: %w", err)
 	}
 	return nil
@@ -164,8 +165,8 @@ func (l *Log) completeSwapLocked(base int64, logs []int64) error {
 
 // swapNextOffset is the offset after the last valid batch of a swap file
 // (base if it has none).
-func swapNextOffset(path string, base int64) (int64, error) {
-	f, err := os.Open(path)
+func swapNextOffset(fsys vfs.FS, path string, base int64) (int64, error) {
+	f, err := vfs.Open(fsys, path)
 	if err != nil {
 		return 0, diskError("open swap file", err)
 	}
@@ -347,10 +348,10 @@ func (b *indexBuilder) maybeTimeEntry() {
 // final time index entry a rolled segment has.
 func (b *indexBuilder) write(s *segment) error {
 	b.maybeTimeEntry()
-	if err := os.WriteFile(s.index.path, b.index, 0o644); err != nil {
+	if err := vfs.WriteFile(s.env.fs, s.index.path, b.index, 0o644); err != nil {
 		return diskError("write index", err)
 	}
-	if err := os.WriteFile(s.timeIndex.path, b.tindex, 0o644); err != nil {
+	if err := vfs.WriteFile(s.env.fs, s.timeIndex.path, b.tindex, 0o644); err != nil {
 		return diskError("write time index", err)
 	}
 	return nil
@@ -362,7 +363,7 @@ func (b *indexBuilder) write(s *segment) error {
 // data was found that makes later segments untrustworthy (anything but a
 // zero-filled preallocated tail).
 func (l *Log) recoverSegment(s *segment, nextBase int64) (keepLater bool, err error) {
-	f, err := os.OpenFile(s.logPath(), os.O_RDWR, 0)
+	f, err := s.env.fs.OpenFile(s.logPath(), os.O_RDWR, 0)
 	if err != nil {
 		return false, diskError("open segment for recovery", err)
 	}
@@ -447,7 +448,7 @@ func allZero(b []byte) bool {
 // index entry) CRC-checked, which yields its next offset. Full index
 // validation happens when the segment is first mapped.
 func (l *Log) sanityCheck(s *segment, last bool, nextBase int64) error {
-	f, err := os.Open(s.logPath())
+	f, err := vfs.Open(s.env.fs, s.logPath())
 	if err != nil {
 		return diskError("open segment", err)
 	}
@@ -495,8 +496,8 @@ func (l *Log) sanityCheck(s *segment, last bool, nextBase int64) error {
 }
 
 // lastIndexEntry validates the offset index file's shape and last entry.
-func lastIndexEntry(s *segment, f *os.File, logSize int64) (indexEntry, error) {
-	st, err := os.Stat(s.index.path)
+func lastIndexEntry(s *segment, f vfs.File, logSize int64) (indexEntry, error) {
+	st, err := s.env.fs.Stat(s.index.path)
 	if err != nil {
 		return indexEntry{}, fmt.Errorf("%w: %w", ErrCorruptIndex, err)
 	}
@@ -507,7 +508,7 @@ func lastIndexEntry(s *segment, f *os.File, logSize int64) (indexEntry, error) {
 		return indexEntry{Offset: s.baseOffset}, nil
 	}
 	var e [offsetIndexEntrySize]byte
-	if err := readAt(s.index.path, e[:], st.Size()-offsetIndexEntrySize); err != nil {
+	if err := readAt(s.env.fs, s.index.path, e[:], st.Size()-offsetIndexEntrySize); err != nil {
 		return indexEntry{}, err
 	}
 	ie := indexEntry{Offset: s.baseOffset + int64(binary.BigEndian.Uint32(e[:])), Position: int64(binary.BigEndian.Uint32(e[4:]))}
@@ -527,7 +528,7 @@ func lastIndexEntry(s *segment, f *os.File, logSize int64) (indexEntry, error) {
 
 // lastTimeEntry validates the time index file's shape and last entry.
 func lastTimeEntry(s *segment, nextBase int64) (timeEntry, error) {
-	st, err := os.Stat(s.timeIndex.path)
+	st, err := s.env.fs.Stat(s.timeIndex.path)
 	if err != nil {
 		return timeEntry{}, fmt.Errorf("%w: %w", ErrCorruptIndex, err)
 	}
@@ -538,7 +539,7 @@ func lastTimeEntry(s *segment, nextBase int64) (timeEntry, error) {
 		return timeEntry{Timestamp: -1, Offset: -1}, nil
 	}
 	var e [timeIndexEntrySize]byte
-	if err := readAt(s.timeIndex.path, e[:], st.Size()-timeIndexEntrySize); err != nil {
+	if err := readAt(s.env.fs, s.timeIndex.path, e[:], st.Size()-timeIndexEntrySize); err != nil {
 		return timeEntry{}, err
 	}
 	te := timeEntry{Timestamp: int64(binary.BigEndian.Uint64(e[:])), Offset: s.baseOffset + int64(binary.BigEndian.Uint32(e[8:]))}
@@ -548,8 +549,8 @@ func lastTimeEntry(s *segment, nextBase int64) (timeEntry, error) {
 	return te, nil
 }
 
-func readAt(path string, b []byte, off int64) error {
-	f, err := os.Open(path)
+func readAt(fsys vfs.FS, path string, b []byte, off int64) error {
+	f, err := vfs.Open(fsys, path)
 	if err != nil {
 		return diskError("open", err)
 	}
@@ -563,7 +564,7 @@ func readAt(path string, b []byte, off int64) error {
 // checkTail CRC-checks the batches from pos to the end of the file, which
 // must end exactly at a batch boundary, and sets the next offset and max
 // timestamp from them.
-func checkTail(s *segment, f *os.File, pos, size int64) error {
+func checkTail(s *segment, f vfs.File, pos, size int64) error {
 	tail := make([]byte, size-pos)
 	if _, err := f.ReadAt(tail, pos); err != nil && !errors.Is(err, io.EOF) {
 		return diskError("read segment tail", err)
@@ -590,12 +591,12 @@ func checkTail(s *segment, f *os.File, pos, size int64) error {
 // (each carries its partitionLeaderEpoch). It is then aligned with the
 // log's offsets.
 func (l *Log) loadEpochCacheLocked() error {
-	c, err := loadEpochCache(l.dir, l.logEndOffset.Load)
+	c, err := loadEpochCache(l.env.fs, l.dir, l.logEndOffset.Load)
 	l.epochs = c
 	if errorKind(err) == ErrTooManyOpenFiles {
 		return diskError("read leader epoch checkpoint", err) // not corrupt: unreadable now
 	}
-	_, statErr := os.Stat(c.path)
+	_, statErr := l.env.fs.Stat(c.path)
 	missing := errors.Is(statErr, os.ErrNotExist)
 	if err != nil || (missing && l.logEndOffset.Load() > l.logStartOffset.Load()) {
 		l.logger.Warn("storage: rebuilding leader epoch cache from the log", "err", err, "missing", missing)

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"math"
 	"os"
 	"path/filepath"
@@ -111,7 +112,7 @@ type segment struct {
 	// active is true while the segment is the appender's: data is the
 	// read-write mapping of capacity bytes and file is open.
 	active   bool
-	file     *os.File
+	file     vfs.File
 	capacity int64
 	// retired: removed from the log; acquire fails, resources are freed at
 	// the last release.
@@ -156,7 +157,7 @@ func createSegment(dir string, base int64, p segmentParams, env *fileEnv, now ti
 	s := newSegment(dir, base, env)
 	for _, path := range []string{s.logPath(), s.index.path, s.timeIndex.path} {
 		// A leftover empty file from an earlier failed roll is replaced.
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := env.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("storage: remove stale %s: %w", path, err)
 		}
 	}
@@ -183,7 +184,7 @@ func (s *segment) activate(p segmentParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.freeLocked()
-	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := s.env.fs.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return diskError("open segment", err)
 	}
@@ -214,7 +215,7 @@ func (s *segment) activate(p segmentParams) error {
 		return err
 	}
 	s.data, s.file, s.capacity, s.mapped, s.active = data, f, capacity, true, true
-	s.openFile.Store(f)
+	s.openFile.Store(f.OS())
 	s.populated = 0
 	s.allocated, s.chunk = st.Size(), max(p.chunk, 1)
 	s.indexChecked = true
@@ -224,7 +225,7 @@ func (s *segment) activate(p segmentParams) error {
 // indexEntriesOnDisk counts the entries of the (trimmed) index files.
 func indexEntriesOnDisk(s *segment) (int64, int64, error) {
 	n := func(path string, size int) (int64, error) {
-		st, err := os.Stat(path)
+		st, err := s.env.fs.Stat(path)
 		if errors.Is(err, os.ErrNotExist) {
 			return 0, nil
 		}
@@ -462,7 +463,7 @@ func (s *segment) acquire() (ok, newlyMapped bool, err error) {
 func (s *segment) mapReadOnlyLocked() error {
 	size := s.size.Load()
 	if size > 0 {
-		f, err := os.Open(s.logPath())
+		f, err := vfs.Open(s.env.fs, s.logPath())
 		if err != nil {
 			return diskError("open segment", err)
 		}
@@ -609,7 +610,7 @@ func (s *segment) isActive() bool {
 func (s *segment) removeFiles() error {
 	var errs []error
 	for _, p := range []string{s.logPath(), s.index.path, s.timeIndex.path} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.env.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -642,7 +643,7 @@ func (s *segment) flush(upTo int64) error {
 	s.mu.Unlock()
 	upTo = min(upTo, int64(len(data)))
 	from := s.flushedSize.Load()
-	if err := msyncRange(data, min(from, upTo), upTo); err != nil {
+	if err := msyncRange(s.env.fs, s.logPath(), data, min(from, upTo), upTo); err != nil {
 		return fmt.Errorf("flush %s: %w", s, err)
 	}
 	if err := s.index.syncMapped(); err != nil {
