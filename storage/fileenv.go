@@ -69,6 +69,19 @@ func syncDir(fsys vfs.FS, dir string) error {
 	return nil
 }
 
+// mkdirDurable creates dir (and missing parents) and, if it created it,
+// fsyncs its parent: a directory is on disk only once the directory that
+// names it is synced (the crash suite lost whole partitions without this).
+func mkdirDurable(fsys vfs.FS, dir string) error {
+	if vfs.Exists(fsys, dir) {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return diskError("create dir "+dir, err)
+	}
+	return syncDir(fsys, filepath.Dir(dir))
+}
+
 // writeFileAtomic replaces path with data: write path.tmp, fsync, rename,
 // fsync the directory. A crash leaves either the old or the new content
 // (and possibly a stray .tmp, which recovery deletes).

@@ -151,6 +151,9 @@ type Log struct {
 	rollFlushPending bool
 	// dirDirty: files were created or removed since the last dir fsync.
 	dirDirty bool
+	// recoveredEpochs: epochs met in batches recovered at open, assigned
+	// to the epoch cache once it is loaded.
+	recoveredEpochs []EpochEntry
 	// truncations counts truncations, so that a flush racing with one does
 	// not advance the recovery point over rewritten offsets, and a cleaning
 	// racing with one aborts. Written with appendMu held.
@@ -191,8 +194,8 @@ func OpenLog(dir string, cfg LogConfig, st LogState, opts LogOptions) (*Log, err
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
-		return nil, diskError("create log dir", err)
+	if err := mkdirDurable(opts.FS, dir); err != nil {
+		return nil, err
 	}
 	l := &Log{
 		dir:       dir,
@@ -667,10 +670,10 @@ func (l *Log) Flush() error {
 // flushSegments msyncs the segments holding offsets at or after rp.
 func (l *Log) flushSegments(segs []*segment, sizes []int64, rp int64) error {
 	for i, s := range segs {
-		if i+1 < len(segs) && segs[i+1].baseOffset <= rp {
+		if i+1 < len(segs) && segs[i+1].baseOffset <= rp && s.trimSynced.Load() {
 			continue // entirely below the recovery point
 		}
-		if s.flushedSize.Load() >= sizes[i] && i+1 < len(segs) {
+		if s.flushedSize.Load() >= sizes[i] && i+1 < len(segs) && s.trimSynced.Load() {
 			continue
 		}
 		ok, err := l.acquireSegment(s, i == len(segs)-1)

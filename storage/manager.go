@@ -478,8 +478,8 @@ func (m *Manager) logOptions() LogOptions {
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
 // returns the topic id in force.
 func (m *Manager) ensurePartitionMetadata(dir string, topicID [16]byte) ([16]byte, error) {
-	if err := m.opts.FS.MkdirAll(dir, 0o755); err != nil {
-		return topicID, diskError("create partition dir", err)
+	if err := mkdirDurable(m.opts.FS, dir); err != nil {
+		return topicID, err
 	}
 	have, err := readPartitionMetadata(m.opts.FS, dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {

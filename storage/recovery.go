@@ -208,6 +208,7 @@ func (l *Log) loadLocked(st LogState) error {
 			return err
 		}
 		segs = []*segment{s}
+		l.dirDirty = true // the new segment's files are on disk at the next flush
 	} else if err := l.activateLastLocked(segs[len(segs)-1]); err != nil {
 		return err
 	}
@@ -273,6 +274,13 @@ func (l *Log) loadSegmentsLocked(bases []int64, st LogState, started time.Time) 
 		if err != nil {
 			return nil, 0, err
 		}
+		if keepLater && !last && !l.cfg.Compact && s.nextOffset.Load() < nextBase {
+			// A rolled segment ends where the next one starts unless a
+			// crash lost its end: later segments would follow a hole.
+			l.logger.Warn("storage: segment lost its end in a crash; dropping the later segments",
+				"segment", s.String(), "next_offset", s.nextOffset.Load(), "next_segment", nextBase)
+			keepLater = false
+		}
 		segs = append(segs, s)
 		if !keepLater {
 			for _, b := range bases[i+1:] {
@@ -317,6 +325,9 @@ type indexBuilder struct {
 	bytesSince     int64
 	maxTs, maxTsAt int64
 	lastTimeEntry  int64
+	// epochs: the first offset of each leader epoch met, in order, for
+	// the epoch cache (Kafka's LogSegment.recover assigns them too).
+	epochs []EpochEntry
 }
 
 func newIndexBuilder(base, interval int64) *indexBuilder {
@@ -324,6 +335,9 @@ func newIndexBuilder(base, interval int64) *indexBuilder {
 }
 
 func (b *indexBuilder) add(h record.BatchHeader, pos, size int64) {
+	if n := len(b.epochs); h.PartitionLeaderEpoch >= 0 && (n == 0 || h.PartitionLeaderEpoch > b.epochs[n-1].Epoch) {
+		b.epochs = append(b.epochs, EpochEntry{Epoch: h.PartitionLeaderEpoch, StartOffset: h.BaseOffset})
+	}
 	if h.MaxTimestamp > b.maxTs {
 		b.maxTs, b.maxTsAt = h.MaxTimestamp, h.LastOffset()
 	}
@@ -361,7 +375,7 @@ func (b *indexBuilder) write(s *segment) error {
 // increasing inside [base, nextBase)), truncates the file after the last
 // valid batch, and rebuilds both indexes. keepLater is false when invalid
 // data was found that makes later segments untrustworthy (anything but a
-// zero-filled preallocated tail).
+// zero-filled preallocated tail of the last segment).
 func (l *Log) recoverSegment(s *segment, nextBase int64) (keepLater bool, err error) {
 	f, err := s.env.fs.OpenFile(s.logPath(), os.O_RDWR, 0)
 	if err != nil {
@@ -405,7 +419,12 @@ func (l *Log) recoverSegment(s *segment, nextBase int64) (keepLater bool, err er
 	s.lastModifiedMs.Store(st.ModTime().UnixMilli())
 	s.setMaxTimestamp(b.maxTs, b.maxTsAt)
 	s.indexChecked = true
-	return benign, nil
+	l.recoveredEpochs = append(l.recoveredEpochs, b.epochs...)
+	// A rolled segment was trimmed to its batches, so a tail to trim in a
+	// segment that is not the last one means its end was lost in a crash:
+	// later segments would follow a hole, so they go too (the crash suite
+	// found logs with gaps).
+	return benign && (valid == fileSize || nextBase == math.MaxInt64), nil
 }
 
 // scanValidBatches walks data and feeds valid batches to b. It returns
@@ -607,6 +626,16 @@ func (l *Log) loadEpochCacheLocked() error {
 	if err := c.TruncateFromEnd(l.logEndOffset.Load()); err != nil {
 		return err
 	}
+	// Batches recovered after a crash may carry an epoch whose checkpoint
+	// write the crash lost (the append writes the batch first).
+	for _, e := range l.recoveredEpochs {
+		if e.StartOffset < l.logEndOffset.Load() {
+			if err := c.Assign(e.Epoch, e.StartOffset); err != nil {
+				return err
+			}
+		}
+	}
+	l.recoveredEpochs = nil
 	return c.TruncateFromStart(l.logStartOffset.Load())
 }
 

@@ -91,6 +91,11 @@ type segment struct {
 	// flushedSize is how many bytes of .log are known to be on disk; the
 	// flusher starts msync there.
 	flushedSize atomic.Int64
+	// trimSynced: the .log's size since its last trim (deactivate) is on
+	// disk. msync persists data, not a shrink of the file, so the first
+	// flush after a roll fsyncs the file as Kafka's segment flush does;
+	// recovery relies on it (a rolled segment with a tail lost its end).
+	trimSynced atomic.Bool
 	// openFile is file while the segment is active, for readers that send
 	// bytes with sendfile(2) instead of from the mapping. It is cleared
 	// before file is closed; a reader that loaded it keeps the descriptor
@@ -136,6 +141,7 @@ func newSegment(dir string, base int64, env *fileEnv) *segment {
 	}
 	s.idle.L = &s.mu
 	s.nextOffset.Store(base)
+	s.trimSynced.Store(true) // as found on disk or written synced; deactivate clears it
 	return s
 }
 
@@ -258,6 +264,7 @@ func (s *segment) deactivate() error {
 		s.timeIndex.maybeAppend(ts, off)
 	}
 	s.openFile.Store(nil)
+	s.trimSynced.Store(false)
 	err := s.file.Truncate(s.size.Load())
 	err = errors.Join(err, s.index.trim(), s.timeIndex.trim(), s.file.Close())
 	s.file = nil
@@ -652,12 +659,39 @@ func (s *segment) flush(upTo int64) error {
 	if err := s.timeIndex.syncMapped(); err != nil {
 		return err
 	}
+	if err := s.syncTrim(); err != nil {
+		return err
+	}
 	for {
 		cur := s.flushedSize.Load()
 		if cur >= upTo || s.flushedSize.CompareAndSwap(cur, upTo) {
 			return nil
 		}
 	}
+}
+
+// syncTrim fsyncs the .log of a rolled segment once, so that its trimmed
+// size is on disk before any later segment's data is flushed.
+func (s *segment) syncTrim() error {
+	s.mu.Lock()
+	active := s.active
+	s.mu.Unlock()
+	if active || s.trimSynced.Load() {
+		return nil
+	}
+	f, err := s.env.fs.OpenFile(s.logPath(), os.O_RDONLY, 0)
+	if err != nil {
+		return diskError("open segment for sync", err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("storage: sync %s: %w", s, err)
+	}
+	s.trimSynced.Store(true)
+	return nil
 }
 
 // batchAt returns the header and size of the batch at pos if a whole,
