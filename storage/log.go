@@ -43,6 +43,9 @@ type LogOptions struct {
 	// MaxMappedSegments is how many inactive segments of the log stay
 	// mapped for reading (least recently used are unmapped; default 4).
 	MaxMappedSegments int
+	// syncer, set by a Manager, is the log dir's group commit for durable
+	// logs (flush.messages=1); nil flushes inline.
+	syncer *groupSyncer
 	// mapCache, set by a Manager, bounds the mapped inactive segments of
 	// all its logs together; nil gives the log a cache of its own.
 	mapCache *mapCache
@@ -154,6 +157,11 @@ type Log struct {
 	// recoveredEpochs: epochs met in batches recovered at open, assigned
 	// to the epoch cache once it is loaded.
 	recoveredEpochs []EpochEntry
+	// durable mirrors cfg.FlushMessages == 1 for lock-free readers.
+	durable atomic.Bool
+	// onFlushed is called after each group commit round that flushed the
+	// log (the partition moves its HW); nil: none.
+	onFlushed atomic.Pointer[func()]
 	// truncations counts truncations, so that a flush racing with one does
 	// not advance the recovery point over rewritten offsets, and a cleaning
 	// racing with one aborts. Written with appendMu held.
@@ -211,6 +219,7 @@ func OpenLog(dir string, cfg LogConfig, st LogState, opts LogOptions) (*Log, err
 	}
 	l.maps = opts.mapCache.forLog()
 	l.env.indexInterval.Store(int64(cfg.IndexIntervalBytes))
+	l.durable.Store(cfg.FlushMessages == 1)
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	if err := l.loadLocked(st); err != nil {
@@ -312,6 +321,7 @@ func (l *Log) UpdateConfig(cfg LogConfig) error {
 	l.appendMu.Lock()
 	defer l.appendMu.Unlock()
 	l.cfg = cfg
+	l.durable.Store(cfg.FlushMessages == 1)
 	l.env.indexInterval.Store(int64(cfg.IndexIntervalBytes))
 	return nil
 }
@@ -413,9 +423,76 @@ func (l *Log) AppendAsLeader(batches []record.Batch, leaderEpoch int32, opt Appe
 	}
 	info, flush, err := l.appendAsLeader(batches, leaderEpoch, opt)
 	if err == nil && flush {
-		err = l.Flush()
+		err = l.flushAfterAppend()
 	}
 	return info, err
+}
+
+// flushAfterAppend flushes when flush.messages is reached: inline, or for
+// a durable log of a Manager, by queueing it for the dir's next group
+// commit round (the caller waits with WaitDurable or counts DurableEnd).
+func (l *Log) flushAfterAppend() error {
+	if l.opts.syncer != nil && l.durable.Load() {
+		l.opts.syncer.queue(l)
+		return nil
+	}
+	return l.Flush()
+}
+
+// Durable reports flush.messages=1: appends count once they are on disk.
+func (l *Log) Durable() bool { return l.durable.Load() }
+
+// DurableEnd is the offset below which every batch is on disk (the
+// recovery point, bounded by the log end).
+func (l *Log) DurableEnd() int64 { return min(l.recoveryPoint.Load(), l.logEndOffset.Load()) }
+
+// WaitDurable returns once every batch appended before the call is on disk
+// (joining the log dir's next group commit round when there is one), or
+// with the flush's error, which leaves the log failed.
+func (l *Log) WaitDurable() error {
+	leo := l.logEndOffset.Load()
+	if l.recoveryPoint.Load() >= leo {
+		return nil
+	}
+	if g := l.opts.syncer; g != nil {
+		g.wait(g.queue(l))
+	} else if err := l.Flush(); err != nil {
+		return err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return err
+	}
+	if l.recoveryPoint.Load() < leo && l.truncations.Load() == 0 {
+		return fmt.Errorf("%w: offsets below %d not flushed", ErrLogFailed, leo)
+	}
+	return nil
+}
+
+// SetFlushListener sets the function called after every group commit round
+// that flushed this log (nil: none).
+func (l *Log) SetFlushListener(f func()) {
+	if f == nil {
+		l.onFlushed.Store(nil)
+		return
+	}
+	l.onFlushed.Store(&f)
+}
+
+func (l *Log) notifyFlushed() {
+	if f := l.onFlushed.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// fail makes the log refuse writes with err (its log dir went offline).
+func (l *Log) fail(err error) {
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if l.failed == nil {
+		l.failed = err
+	}
 }
 
 func (l *Log) appendAsLeader(batches []record.Batch, leaderEpoch int32, opt AppendOptions) (AppendInfo, bool, error) {
@@ -487,7 +564,7 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	}
 	info, flush, err := l.appendAsFollower(batches, &p)
 	if err == nil && flush {
-		err = l.Flush()
+		err = l.flushAfterAppend()
 	}
 	return info, err
 }

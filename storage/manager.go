@@ -129,6 +129,8 @@ type dirState struct {
 	// failure, guarded by Manager.mu, is the I/O error that took the dir
 	// offline (nil while online).
 	failure error
+	// syncer is the dir's group commit for durable logs (groupsync.go).
+	syncer *groupSyncer
 }
 
 // managedLog is an open log and the log dir holding it.
@@ -181,6 +183,54 @@ type Manager struct {
 	running  bool          // guarded by mu
 }
 
+// stopSyncers stops the group commit goroutines of the dirs.
+func (m *Manager) stopSyncers() {
+	for _, ds := range m.dirs {
+		if ds.syncer != nil {
+			ds.syncer.stop()
+		}
+	}
+}
+
+// syncFailed takes the log dir of a log whose flush failed offline, as
+// Kafka does on an I/O error: the state of its page cache is unknown, a
+// retried fsync could succeed without the data, so nothing more is
+// acknowledged from it. Every log of the dir refuses writes from now on
+// (KAFKA_STORAGE_ERROR), and the dir is reported offline (LogDirs).
+func (m *Manager) syncFailed(ds *dirState, l *Log, err error) {
+	m.mu.Lock()
+	first := ds.failure == nil
+	if first {
+		ds.failure = err
+	}
+	var logs []*Log
+	for _, ml := range m.logs {
+		if ml.dir == ds {
+			logs = append(logs, ml.log)
+		}
+	}
+	m.mu.Unlock()
+	if first {
+		m.logger.Error("storage: flush failed; log dir offline, its partitions refuse writes",
+			"log_dir", ds.path, "log", l.Dir(), "err", err)
+	}
+	for _, o := range logs {
+		o.fail(fmt.Errorf("%w: %s: %w", ErrLogDirOffline, ds.path, err))
+	}
+}
+
+// GroupSyncStats sums the group commit rounds of every log dir.
+func (m *Manager) GroupSyncStats() GroupSyncStats {
+	var s GroupSyncStats
+	for _, ds := range m.dirs {
+		if ds.syncer != nil {
+			s.Rounds += ds.syncer.rounds.Load()
+			s.Syncs += ds.syncer.syncs.Load()
+		}
+	}
+	return s
+}
+
 // NewManager opens the log dirs: reads their checkpoints, notes and
 // removes the clean-shutdown marker, and lists the partition directories.
 // Logs are opened by Open.
@@ -199,12 +249,15 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 	for _, d := range dirs {
 		ds, err := m.loadDir(d)
 		if err != nil {
+			m.stopSyncers()
 			return nil, err
 		}
 		m.dirs = append(m.dirs, ds)
 		if err := m.scanPartitions(ds); err != nil {
+			m.stopSyncers()
 			return nil, err
 		}
+		ds.syncer = newGroupSyncer(func(l *Log, err error) { m.syncFailed(ds, l, err) })
 	}
 	m.checkLimits(len(m.found), true)
 	return m, nil
@@ -408,7 +461,9 @@ func (m *Manager) openIn(ds *dirState, dir string, failure error, tp TopicPartit
 	if err != nil {
 		return nil, id, err
 	}
-	l, err := OpenLog(dir, cfg, m.stateFor(ds, tp), m.logOptions())
+	lo := m.logOptions()
+	lo.syncer = ds.syncer
+	l, err := OpenLog(dir, cfg, m.stateFor(ds, tp), lo)
 	return l, id, err
 }
 
@@ -801,9 +856,15 @@ func (m *Manager) Close() error {
 	for _, ml := range m.logs {
 		logs = append(logs, ml)
 	}
-	m.mu.Unlock()
-	var errs []error
 	unclean := map[*dirState]bool{}
+	for _, ds := range m.dirs {
+		if ds.failure != nil {
+			unclean[ds] = true
+		}
+	}
+	m.mu.Unlock()
+	m.stopSyncers() // logs still queued are flushed by their Close
+	var errs []error
 	for _, ml := range logs {
 		if err := ml.log.Close(); err != nil {
 			errs = append(errs, err)
