@@ -142,4 +142,3 @@ func TestGroupCommitFsyncErrorTakesDirOffline(t *testing.T) {
 	}
 	waitFor(t, "the offline log line", func() bool { return strings.Contains(lb.String(), "log dir offline") })
 }
-
