@@ -94,13 +94,22 @@ func (g *groupSyncer) run() {
 		g.mu.Unlock()
 
 		g.rounds.Add(1)
+		g.syncs.Add(int64(len(batch)))
+		// The logs' flushes run in parallel: a round lasts as long as the
+		// slowest, not the sum (the disk queues them together). The
+		// goroutines end with the round.
+		var wg sync.WaitGroup
 		for l := range batch {
-			g.syncs.Add(1)
-			if err := l.Flush(); err != nil && !isClosedErr(err) && g.onFailure != nil {
-				g.onFailure(l, err)
-			}
-			l.notifyFlushed()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := l.Flush(); err != nil && !isClosedErr(err) && g.onFailure != nil {
+					g.onFailure(l, err)
+				}
+				l.notifyFlushed()
+			}()
 		}
+		wg.Wait()
 
 		g.mu.Lock()
 		g.done = g.started
