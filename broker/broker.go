@@ -202,6 +202,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	}
 	var errs []error
 	if b.logs != nil {
+		if b.ctrl != nil {
+			// The clean-shutdown markers carry this registration's epoch:
+			// registering with it next time tells the controller the logs
+			// were flushed and closed (KIP-966).
+			b.logs.SetBrokerEpoch(b.ctrl.BrokerEpoch())
+		}
 		if err := b.logs.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing logs: %w", err))
 		}

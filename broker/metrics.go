@@ -38,7 +38,7 @@ type metrics struct {
 	recordsOut    *prometheus.CounterVec   // topic
 	isrShrinks    prometheus.Counter
 	isrExpands    prometheus.Counter
-	elections     *prometheus.CounterVec // type: clean, unclean
+	elections     *prometheus.CounterVec // type: clean, elr, unclean
 	rebalances    prometheus.Counter
 	authFailures  *prometheus.CounterVec // listener, mechanism
 	denials       *prometheus.CounterVec // api, resource_type
@@ -86,7 +86,7 @@ func newMetrics() *metrics {
 	m.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{Name: "kbroker_isr_expands_total",
 		Help: "ISR expansions committed for partitions this broker leads."})
 	m.elections = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_leader_elections_total",
-		Help: "Leader elections seen in the metadata log (cluster-wide): clean (from the ISR) or unclean."}, []string{"type"})
+		Help: "Leader elections seen in the metadata log (cluster-wide): clean (from the ISR), elr (from the eligible leader replicas, KIP-966) or unclean."}, []string{"type"})
 	m.rebalances = prometheus.NewCounter(prometheus.CounterOpts{Name: "kbroker_group_rebalances_total",
 		Help: "Classic-protocol rebalances completed by groups this broker coordinates."})
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_failed_authentication_total",

@@ -102,6 +102,7 @@ type stateCollector struct {
 	b *Broker
 
 	underReplicated, underMinISR, offline, leaders, partitions *prometheus.Desc
+	offlineWaiting, withELR                                    *prometheus.Desc
 	followerLag, logSize, logSegments                          *prometheus.Desc
 	activeController, raftTerm, raftCommit, raftApplied        *prometheus.Desc
 	connections, groups                                        *prometheus.Desc
@@ -113,10 +114,15 @@ func newStateCollector(b *Broker) *stateCollector {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &stateCollector{
-		b:                b,
-		underReplicated:  d("kbroker_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set."),
-		underMinISR:      d("kbroker_under_min_isr_partitions", "Partitions led here whose ISR is smaller than min.insync.replicas."),
-		offline:          d("kbroker_offline_partitions", "Partitions without a leader (cluster-wide, from the metadata image)."),
+		b:               b,
+		underReplicated: d("kbroker_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set."),
+		underMinISR:     d("kbroker_under_min_isr_partitions", "Partitions led here whose ISR is smaller than min.insync.replicas."),
+		offline:         d("kbroker_offline_partitions", "Partitions without a leader (cluster-wide, from the metadata image)."),
+		offlineWaiting: d("kbroker_offline_partitions_waiting",
+			"Partitions without a leader by what they wait for (cluster-wide): an eligible leader replica (elr, KIP-966), "+
+				"their last known leader (last_known_leader, ISR and ELR empty) or an ISR member (isr).", "waiting_for"),
+		withELR: d("kbroker_eligible_leader_replicas_partitions",
+			"Partitions with eligible leader replicas (cluster-wide): their ISR is below min.insync.replicas and replicas that left it can still lead."),
 		leaders:          d("kbroker_leader_partitions", "Partitions this broker leads."),
 		partitions:       d("kbroker_partitions", "Partition replicas this broker holds."),
 		followerLag:      d("kbroker_follower_lag_messages", "How far a follower's log end is behind the leader's, for partitions led here.", "topic", "partition", "follower"),
@@ -138,7 +144,7 @@ func newStateCollector(b *Broker) *stateCollector {
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.leaders, c.partitions,
+	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.offlineWaiting, c.withELR, c.leaders, c.partitions,
 		c.followerLag, c.logSize, c.logSegments, c.activeController, c.raftTerm, c.raftCommit, c.raftApplied,
 		c.connections, c.groups, c.offlineLogs, c.offlineLogDirs, c.mappedSegments, c.capacity} {
 		ch <- d
@@ -184,15 +190,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if b.logs != nil {
 		c.collectStorage(gauge)
 	}
-	var offline float64
-	for _, t := range b.view().img.Topics {
-		for _, p := range t.Partitions {
-			if p.Leader < 0 {
-				offline++
-			}
-		}
-	}
-	gauge(c.offline, offline)
+	c.collectOffline(gauge)
 	if b.ctrl != nil {
 		active := 0.0
 		if b.ctrl.IsActive() {
@@ -231,4 +229,35 @@ func (c *stateCollector) collectStorage(gauge func(*prometheus.Desc, float64, ..
 	gauge(c.offlineLogDirs, float64(st.OfflineLogDirs))
 	gauge(c.mappedSegments, float64(st.MappedSegments))
 	gauge(c.capacity, float64(st.PartitionsThatFit))
+}
+
+// collectOffline reports the partitions without a leader, and what each
+// waits for, and those with eligible leader replicas, from the image.
+func (c *stateCollector) collectOffline(gauge func(d *prometheus.Desc, v float64, labels ...string)) {
+	var offline, withELR float64
+	waiting := map[string]float64{"elr": 0, "last_known_leader": 0, "isr": 0}
+	for _, t := range c.b.view().img.Topics {
+		for _, p := range t.Partitions {
+			if len(p.ELR) > 0 {
+				withELR++
+			}
+			if p.Leader >= 0 {
+				continue
+			}
+			offline++
+			switch {
+			case len(p.ISR) == 0 && len(p.ELR) > 0:
+				waiting["elr"]++
+			case len(p.ISR) == 0 && len(p.LastKnownELR) > 0:
+				waiting["last_known_leader"]++
+			default:
+				waiting["isr"]++
+			}
+		}
+	}
+	gauge(c.offline, offline)
+	gauge(c.withELR, withELR)
+	for reason, n := range waiting {
+		gauge(c.offlineWaiting, n, reason)
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -117,8 +118,11 @@ type PartitionDir struct {
 // values read at startup (kept for partitions not opened yet) and whether
 // the previous shutdown was clean.
 type dirState struct {
-	path           string
-	clean          bool
+	path  string
+	clean bool
+	// cleanEpoch is the broker epoch the clean-shutdown marker held (-1:
+	// none).
+	cleanEpoch     int64
 	recoveryPoints map[TopicPartition]int64
 	highWatermarks map[TopicPartition]int64
 	logStarts      map[TopicPartition]int64
@@ -175,6 +179,9 @@ type Manager struct {
 	// stopping is set by Close before it stops the loop; Run does not
 	// start once it is set.
 	stopping bool
+
+	// brokerEpoch is written into the clean-shutdown markers (-1: none).
+	brokerEpoch atomic.Int64
 
 	runOnce  sync.Once
 	stopOnce sync.Once
@@ -245,6 +252,7 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 		stop: make(chan struct{}), done: make(chan struct{}),
 		maps: newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegmentsTotal),
 	}
+	m.brokerEpoch.Store(-1)
 	m.offline = map[TopicPartition]*OfflineLog{}
 	for _, d := range dirs {
 		ds, err := m.loadDir(d)
@@ -271,7 +279,7 @@ func (m *Manager) loadDir(path string) (*dirState, error) {
 	if err := m.opts.FS.MkdirAll(path, 0o755); err != nil {
 		return nil, diskError("create log dir", err)
 	}
-	ds := &dirState{path: path}
+	ds := &dirState{path: path, cleanEpoch: -1}
 	read := func(name string) map[TopicPartition]int64 {
 		v, err := readOffsetCheckpoint(m.opts.FS, filepath.Join(path, name))
 		if err != nil {
@@ -290,6 +298,9 @@ func (m *Manager) loadDir(path string) (*dirState, error) {
 	marker := filepath.Join(path, CleanShutdownFile)
 	if _, err := m.opts.FS.Stat(marker); err == nil {
 		ds.clean = !ds.recoveryUnknown
+		if b, err := vfs.ReadFile(m.opts.FS, marker); err == nil {
+			ds.cleanEpoch = parseCleanShutdown(b)
+		}
 		if err := m.opts.FS.Remove(marker); err != nil {
 			return nil, fmt.Errorf("storage: remove clean shutdown marker: %w", err)
 		}
@@ -890,7 +901,7 @@ func (m *Manager) Close() error {
 		if unclean[ds] || ckErr != nil {
 			continue
 		}
-		if err := writeFileAtomic(m.opts.FS, filepath.Join(ds.path, CleanShutdownFile), nil); err != nil {
+		if err := writeFileAtomic(m.opts.FS, filepath.Join(ds.path, CleanShutdownFile), encodeCleanShutdown(m.brokerEpoch.Load())); err != nil {
 			errs = append(errs, err)
 		}
 	}
