@@ -20,6 +20,7 @@ import (
 	"github.com/kbroker/kbroker/replication/controller"
 	"github.com/kbroker/kbroker/security/acl"
 	"github.com/kbroker/kbroker/storage"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Broker is one kbroker process: client listeners, the partition logs, the
@@ -53,6 +54,14 @@ type Broker struct {
 	stopSec context.CancelFunc // stops the certificate reloads
 	// serving is set once requests are processed (unfenced and listening).
 	serving atomic.Bool
+	// halted receives, once, why the broker must stop at once (a failed
+	// log dir: halt.go); haltOnce guards the send.
+	halted    chan error
+	haltOnce  sync.Once
+	abortOnce sync.Once
+	// fs is the log dirs' file system (nil: the operating system's); tests
+	// and the power-loss harness set it before Start.
+	fs vfs.FS
 
 	wg sync.WaitGroup // owned goroutines (listener loops, metrics server)
 }
@@ -60,7 +69,7 @@ type Broker struct {
 // New builds a broker from cfg; Start runs it.
 func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b := &Broker{cfg: cfg, logger: logger, now: time.Now, listeners: map[string]net.Listener{},
-		imageReady: make(chan struct{})}
+		imageReady: make(chan struct{}), halted: make(chan error, 1)}
 	b.dispatch = newDispatcher(b.apis())
 	b.metrics = newMetrics()
 	b.metrics.reg.MustRegister(newStateCollector(b))

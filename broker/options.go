@@ -30,6 +30,8 @@ func (b *Broker) storageOptions() storage.ManagerOptions {
 		RetentionCheckInterval: b.cfg.LogRetentionCheckInterval,
 		CheckpointInterval:     min(b.cfg.LogFlushOffsetCheckpointInterval, b.cfg.ReplicaHighWatermarkCheckpointInterval),
 		LogCleanerBackoff:      b.cfg.LogCleanerBackoff,
+		FS:                     b.fs,
+		OnLogDirFailure:        b.logDirFailed,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kbroker/kbroker/storage/vfs"
 )
@@ -141,4 +142,68 @@ func TestGroupCommitFsyncErrorTakesDirOffline(t *testing.T) {
 		t.Fatalf("log dirs %+v: want the dir offline", dirs)
 	}
 	waitFor(t, "the offline log line", func() bool { return strings.Contains(lb.String(), "log dir offline") })
+}
+
+// Any failed flush takes the log dir offline, not only a group commit's: a
+// flush.ms flush by the background loop too. The owner is told once
+// (OnLogDirFailure), so that the broker can stop and let its partitions
+// move.
+func TestFailedFlushTellsOwnerOnce(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "data")
+	os.MkdirAll(dir, 0o755)
+	cfs, err := vfs.NewCrashFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := testLogger(t)
+	type failure struct {
+		dir string
+		err error
+	}
+	failures := make(chan failure, 4)
+	m, err := NewManager([]string{dir}, ManagerOptions{FS: cfs, Logger: logger, ResourceLimits: unlimitedResources,
+		OnLogDirFailure: func(d string, err error) { failures <- failure{d, err} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cfg := DefaultLogConfig()
+	cfg.FlushMs = 1
+	l, err := m.Open(TopicPartition{Topic: "a", Partition: 0}, [16]byte{1}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := m.Open(TopicPartition{Topic: "b", Partition: 0}, [16]byte{2}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lg := range []*Log{l, other, l, other} {
+		if i == 2 { // the epochs are checkpointed: only the data is left to sync
+			cfs.SetInjector(func(op vfs.Op, path string) error {
+				if op.IsSync() {
+					return syscall.EIO
+				}
+				return nil
+			})
+		}
+		if _, err := lg.AppendAsLeader(leaderBatches(t, spec(1, int64(i/2)).build(t)), 0, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.flushPass(time.Now().Add(time.Hour))
+	select {
+	case f := <-failures:
+		if f.dir != dir || !errors.Is(f.err, syscall.EIO) {
+			t.Fatalf("OnLogDirFailure(%q, %v)", f.dir, f.err)
+		}
+	default:
+		t.Fatal("OnLogDirFailure not called")
+	}
+	if len(failures) != 0 {
+		t.Fatalf("OnLogDirFailure called %d more times", len(failures))
+	}
+	if dirs := m.LogDirs(); !dirs[0].Offline {
+		t.Fatalf("log dirs %+v: want the dir offline", dirs)
+	}
 }

@@ -56,6 +56,12 @@ type ManagerOptions struct {
 	// the hard one).
 	ResourceLimits func() (lim ResourceLimits, raisedFrom uint64, err error)
 
+	// OnLogDirFailure, if set, is told once per log dir when an I/O error
+	// takes it offline (a failed flush or fsync, or an I/O error opening a
+	// log in it). It must not block: the broker decides what to do (Kafka
+	// halts when it cannot move the dir's partitions elsewhere).
+	OnLogDirFailure func(dir string, err error)
+
 	// newTicker replaces time.NewTicker in tests.
 	newTicker func(d time.Duration) (<-chan time.Time, func())
 }
@@ -224,6 +230,28 @@ func (m *Manager) syncFailed(ds *dirState, l *Log, err error) {
 	for _, o := range logs {
 		o.fail(fmt.Errorf("%w: %s: %w", ErrLogDirOffline, ds.path, err))
 	}
+	if first {
+		m.notifyDirFailure(ds, err)
+	}
+}
+
+// notifyDirFailure tells the owner (OnLogDirFailure) that ds went offline.
+func (m *Manager) notifyDirFailure(ds *dirState, err error) {
+	if m.opts.OnLogDirFailure != nil {
+		m.opts.OnLogDirFailure(ds.path, err)
+	}
+}
+
+// dirOf returns the dir state of an open log, nil if it is not open here.
+func (m *Manager) dirOf(l *Log) *dirState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ml := range m.logs {
+		if ml.log == l {
+			return ml.dir
+		}
+	}
+	return nil
 }
 
 // GroupSyncStats sums the group commit rounds of every log dir.
@@ -822,11 +850,18 @@ func (m *Manager) loop(ctx context.Context, flushC, retentionC, checkpointC <-ch
 	}
 }
 
-// flushPass flushes every log whose flush is due.
+// flushPass flushes every log whose flush is due. A failed flush takes the
+// log's dir offline, as a failed group commit does: after a failed fsync the
+// kernel may have dropped the dirty pages, so nothing in the dir can be
+// trusted to reach the disk.
 func (m *Manager) flushPass(now time.Time) {
 	for _, l := range m.All() {
 		if err := l.flushIfDue(now); err != nil && !errors.Is(err, ErrLogClosed) {
-			m.logger.Error("storage: flush failed", "log", l.Dir(), "err", err)
+			if ds := m.dirOf(l); ds != nil {
+				m.syncFailed(ds, l, err)
+			} else {
+				m.logger.Error("storage: flush failed", "log", l.Dir(), "err", err)
+			}
 		}
 	}
 }
