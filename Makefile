@@ -66,11 +66,13 @@ chaos: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=full KBROKER_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -v -timeout 60m \
 		-run '$(CHAOS_RUN)' ./compat-tests/chaos/
 
-# The storage crash suite (issue 19) at length: make test runs 600
-# sequences under the race detector; this runs CRASH_SEEDS without it.
+# The storage crash suites (issue 19) at length: make test runs 600
+# sequences of the crash model and 150 of the power-loss journal harness
+# under the race detector; this runs CRASH_SEEDS of each without it.
 CRASH_SEEDS ?= 100000
 crash:
-	$(GO) test -count=1 -timeout 60m -run '^TestCrashSuite$$' ./storage/ -crash.seeds=$(CRASH_SEEDS) -v
+	$(GO) test -count=1 -timeout 60m -run '^(TestCrashSuite|TestPowercutJournalSuite)$$' ./storage/ \
+		-crash.seeds=$(CRASH_SEEDS) -powercut.seeds=$(CRASH_SEEDS) -v
 
 # The short run in make test: leader kills and pauses, under two minutes.
 chaos-short: build

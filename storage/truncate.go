@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -34,7 +35,10 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.truncations.Add(1) // a running cleaning sees it and lets go of the segment
 	segs := l.segmentList()
 	keep := segmentFor(segs, offset) + 1
-	delErr := l.retireLocked(segs[keep:], true, "truncation")
+	// Newest first: a crash (kill -9 is enough) between two unlinks then
+	// leaves a shorter log, never one with a hole where an earlier segment
+	// went and a later one stayed (the power-loss journal suite found it).
+	delErr := l.retireLocked(newestFirst(segs[keep:]), true, "truncation")
 	if keep < len(segs) && delErr == nil {
 		// The deleted segments must stay deleted before anything is
 		// appended at their offsets: a power cut that brought them back
@@ -190,4 +194,11 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	l.setSegments(segs[n:])
 	l.producers.truncateHead(offset)
 	return errors.Join(err, l.epochs.TruncateFromStart(offset))
+}
+
+// newestFirst returns segs in reverse order, as a new slice.
+func newestFirst(segs []*segment) []*segment {
+	out := slices.Clone(segs)
+	slices.Reverse(out)
+	return out
 }

@@ -1,0 +1,129 @@
+package storage
+
+import (
+	"errors"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/kbroker/kbroker/internal/powercut"
+	"github.com/kbroker/kbroker/storage/vfs"
+)
+
+var (
+	powercutSeeds = flag.Int("powercut.seeds", 0, "power-loss journal suite: number of seeded sequences (default 150 under -race, 600 without)")
+	powercutSeed  = flag.Int64("powercut.seed", -1, "power-loss journal suite: run only this seed (with -crash.trace: log the journal and the plan)")
+)
+
+// The power-loss harness of the process-level tests (internal/powercut)
+// rebuilds a log dir from the fsync bookkeeping journal the broker wrote.
+// This suite runs the crash suite's sequences through a powercut.Recorder,
+// stops them at a random file system call (the process dies: nothing after
+// it is done or journaled), lets the harness cut the power from the
+// journal alone, and holds the result to the crash suite's checks: the log
+// is a prefix of what was written, every flushed record is there, no torn
+// batch is served, indexes, epochs and checkpoints agree. So the harness
+// never drops what was synced and the state it leaves is one storage
+// recovers from.
+func TestPowercutJournalSuite(t *testing.T) {
+	n := *powercutSeeds
+	if n == 0 {
+		n = 600
+		if raceEnabled {
+			n = 150
+		}
+	}
+	first, last := int64(0), int64(n)
+	if *powercutSeed >= 0 {
+		first, last = *powercutSeed, *powercutSeed+1
+	}
+	root := crashRoot(t)
+	dropped := 0
+	for seed := first; seed < last; seed++ {
+		dir := filepath.Join(root, strconv.FormatInt(seed, 10))
+		if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		dropped += runPowercutSequence(t, seed, dir)
+		os.RemoveAll(dir)
+		if t.Failed() {
+			t.Fatalf("seed %d failed", seed)
+		}
+	}
+	if dropped == 0 && last-first > 10 {
+		t.Fatal("the harness never dropped anything: it would not test power loss")
+	}
+	t.Logf("%d sequences; the harness cut or deleted %d files", n, dropped)
+}
+
+// runPowercutSequence runs one seed and returns how many files the cut
+// changed or deleted.
+func runPowercutSequence(t *testing.T, seed int64, dir string) int {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x19))
+	logDir := filepath.Join(dir, "data")
+	// The process's death: CrashFS fails every call from a random one on,
+	// and the recorder journals only calls that completed.
+	stop, err := vfs.NewCrashFS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(dir, "journal")
+	rec, err := powercut.NewRecorder(stop, journal, []string{logDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	clock := newFakeClock()
+	cfg := crashConfig(rng)
+	tp := TopicPartition{Topic: "crash", Partition: 0}
+	m, err := NewManager([]string{logDir}, ManagerOptions{FS: rec, Now: clock.Now, Logger: discardLogger(),
+		ResourceLimits: unlimitedResources})
+	if err != nil {
+		t.Fatalf("seed %d: NewManager: %v", seed, err)
+	}
+	model := &crashModel{written: map[string]crashRecord{}, required: map[int64]string{}, current: map[int64]string{},
+		batchOf: map[int64]int64{}, expectedEpochStart: map[int32]int64{}}
+	stop.CutAfter(int64(1+rng.IntN(400)), nil)
+	l, err := m.Open(tp, [16]byte{1}, cfg)
+	if err == nil {
+		crashSteps(t, seed, rng, clock, m, l, model)
+	} else if !errors.Is(err, vfs.ErrPowerCut) {
+		t.Fatalf("seed %d: open: %v", seed, err)
+	}
+	stop.Cut(nil)
+	// Dead: no Close (it would write). Only the goroutines stop; the
+	// mappings stay until the test binary exits.
+	m.stopSyncers()
+
+	plan, err := powercut.Replay(journal)
+	if err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	if *crashTrace {
+		b, _ := os.ReadFile(journal)
+		t.Logf("journal:\n%s\nplan: %+v", b, plan)
+	}
+	changed := len(plan.Delete)
+	for path, cut := range plan.Files {
+		if st, err := os.Stat(path); err == nil && cut.Keep < st.Size() {
+			changed++
+		}
+	}
+	if _, err := powercut.Apply(journal); err != nil {
+		t.Fatalf("seed %d: %v", seed, err)
+	}
+	m2, err := NewManager([]string{logDir}, ManagerOptions{Now: clock.Now, Logger: discardLogger(), ResourceLimits: unlimitedResources})
+	if err != nil {
+		t.Fatalf("seed %d: reopen manager: %v", seed, err)
+	}
+	defer m2.Close()
+	l2, err := m2.Open(tp, [16]byte{1}, cfg)
+	if err != nil {
+		t.Fatalf("seed %d: reopen log: %v", seed, err)
+	}
+	checkRecovered(t, seed, l2, model)
+	return changed
+}
