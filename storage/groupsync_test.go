@@ -207,3 +207,46 @@ func TestFailedFlushTellsOwnerOnce(t *testing.T) {
 		t.Fatalf("log dirs %+v: want the dir offline", dirs)
 	}
 }
+
+// A checkpoint that cannot be written (EIO) takes its dir offline too, as
+// any I/O error does in Kafka.
+func TestFailedCheckpointTakesDirOffline(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "data")
+	os.MkdirAll(dir, 0o755)
+	cfs, err := vfs.NewCrashFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := testLogger(t)
+	failed := make(chan string, 4)
+	m, err := NewManager([]string{dir}, ManagerOptions{FS: cfs, Logger: logger, ResourceLimits: unlimitedResources,
+		OnLogDirFailure: func(d string, err error) { failed <- d }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.Open(TopicPartition{Topic: "a", Partition: 0}, [16]byte{1}, DefaultLogConfig()); err != nil {
+		t.Fatal(err)
+	}
+	cfs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.Contains(path, "checkpoint") {
+			return syscall.EIO
+		}
+		return nil
+	})
+	if err := m.WriteCheckpoints(); err == nil {
+		t.Fatal("checkpoints written despite EIO")
+	}
+	select {
+	case d := <-failed:
+		if d != dir {
+			t.Fatalf("OnLogDirFailure(%q)", d)
+		}
+	default:
+		t.Fatal("the dir did not go offline")
+	}
+	if !m.LogDirs()[0].Offline {
+		t.Fatal("LogDirs does not report the dir offline")
+	}
+}

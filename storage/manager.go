@@ -211,6 +211,13 @@ func (m *Manager) stopSyncers() {
 // acknowledged from it. Every log of the dir refuses writes from now on
 // (KAFKA_STORAGE_ERROR), and the dir is reported offline (LogDirs).
 func (m *Manager) syncFailed(ds *dirState, l *Log, err error) {
+	m.dirFailed(ds, "flush of "+l.Dir(), err)
+}
+
+// dirFailed takes ds offline after an I/O error in what (Kafka's
+// LogDirFailureChannel): every log in it refuses writes, its owner is told
+// (OnLogDirFailure).
+func (m *Manager) dirFailed(ds *dirState, what string, err error) {
 	m.mu.Lock()
 	first := ds.failure == nil
 	if first {
@@ -224,8 +231,8 @@ func (m *Manager) syncFailed(ds *dirState, l *Log, err error) {
 	}
 	m.mu.Unlock()
 	if first {
-		m.logger.Error("storage: flush failed; log dir offline, its partitions refuse writes",
-			"log_dir", ds.path, "log", l.Dir(), "err", err)
+		m.logger.Error("storage: I/O error; log dir offline, its partitions refuse writes",
+			"log_dir", ds.path, "during", what, "err", err)
 	}
 	for _, o := range logs {
 		o.fail(fmt.Errorf("%w: %s: %w", ErrLogDirOffline, ds.path, err))
@@ -566,7 +573,7 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 
 func (m *Manager) logOptions() LogOptions {
 	return LogOptions{Now: m.opts.Now, Logger: m.logger, FS: m.opts.FS, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
-		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps}
+		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps, recoveryPointLowered: m.WriteCheckpoints}
 }
 
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
@@ -729,6 +736,9 @@ func (m *Manager) WriteCheckpoints() error {
 		} {
 			if err := writeOffsetCheckpoint(m.opts.FS, filepath.Join(ds.path, name), offsets); err != nil {
 				errs = append(errs, err)
+				if isLogDirFailure(err) {
+					m.dirFailed(ds, "checkpoint "+name, err)
+				}
 			}
 		}
 	}

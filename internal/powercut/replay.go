@@ -34,6 +34,9 @@ type node struct {
 // state is the journal replayed: what each current path is.
 type state struct {
 	paths map[string]*node
+	// named are the paths the whole journal names: a directory entry it
+	// never names was there at start and never touched.
+	named map[string]bool
 }
 
 func (s *state) nodeFor(path string, dir bool) *node {
@@ -71,16 +74,26 @@ func Replay(journal string) (*Plan, error) {
 		return nil, fmt.Errorf("powercut: %w", err)
 	}
 	defer f.Close()
-	s := &state{paths: map[string]*node{}}
+	var events [][]string
+	s := &state{paths: map[string]*node{}, named: map[string]bool{}}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for line := 1; sc.Scan(); line++ {
-		if err := s.apply(strings.Split(sc.Text(), "\t")); err != nil {
-			return nil, fmt.Errorf("powercut: %s:%d: %w", journal, line, err)
+	for sc.Scan() {
+		ev := strings.Split(sc.Text(), "\t")
+		events = append(events, ev)
+		for i, field := range ev[1:] {
+			if i < 2 && filepath.IsAbs(field) {
+				s.named[field] = true
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("powercut: %w", err)
+	}
+	for i, ev := range events {
+		if err := s.apply(ev); err != nil {
+			return nil, fmt.Errorf("powercut: %s:%d: %w", journal, i+1, err)
+		}
 	}
 	return s.plan(), nil
 }
@@ -168,11 +181,11 @@ func (s *state) syncDir(dir string) {
 			d.durable[filepath.Base(p)] = nd
 		}
 	}
-	// Entries the journal never named were there at start and are still
-	// there (never removed through the recorder): durable too.
+	// Entries the journal never names were there at start and are still
+	// there (never removed or renamed through the recorder): durable too.
 	if des, err := os.ReadDir(dir); err == nil {
 		for _, de := range des {
-			if _, named := s.paths[filepath.Join(dir, de.Name())]; !named {
+			if !s.named[filepath.Join(dir, de.Name())] {
 				d.durable[de.Name()] = nil
 			}
 		}

@@ -212,6 +212,9 @@ func (l *brokerLifecycle) requestTimeout() time.Duration {
 
 func (l *brokerLifecycle) register(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
+	// Forward sends at the version set: v3+ carries PreviousBrokerEpoch
+	// (KIP-966), which v0-v2 would drop on the wire.
+	req.SetVersion(controllerAPIs[req.Key()].max)
 	req.BrokerID, req.IncarnationID = l.n.opts.NodeID, l.incarnation
 	req.PreviousBrokerEpoch = l.previousEpoch
 	req.ClusterID = l.n.Image().ClusterID
@@ -237,7 +240,7 @@ func (l *brokerLifecycle) register(ctx context.Context) error {
 		return err
 	}
 	l.update(func() { l.epoch, l.fenced = r.BrokerEpoch, true })
-	l.n.log.Info("broker registered", "epoch", r.BrokerEpoch)
+	l.n.log.Info("broker registered", "epoch", r.BrokerEpoch, "previous_clean_shutdown_epoch", req.PreviousBrokerEpoch)
 	l.heartbeatNow()
 	return nil
 }
