@@ -107,6 +107,7 @@ type stateCollector struct {
 	activeController, raftTerm, raftCommit, raftApplied        *prometheus.Desc
 	connections, groups                                        *prometheus.Desc
 	offlineLogs, offlineLogDirs, mappedSegments, capacity      *prometheus.Desc
+	groupCommitRounds, groupCommitFlushes, logFlushes, syncs   *prometheus.Desc
 }
 
 func newStateCollector(b *Broker) *stateCollector {
@@ -140,13 +141,21 @@ func newStateCollector(b *Broker) *stateCollector {
 		mappedSegments: d("kbroker_storage_mapped_segments", "Inactive segments mapped for reading (three memory mappings each)."),
 		capacity: d("kbroker_storage_partition_capacity",
 			"Partitions the open-file limit and vm.max_map_count hold (-1: unknown)."),
+		groupCommitRounds: d("kbroker_storage_group_commit_rounds_total",
+			"Group commit rounds (flush.messages=1): each flushes every durable log appended since the last one."),
+		groupCommitFlushes: d("kbroker_storage_group_commit_log_flushes_total", "Logs flushed by group commit rounds."),
+		logFlushes: d("kbroker_storage_log_flushes_total",
+			"Log flushes of any kind that completed (group commit, flush.ms, segment rolls, truncation, close)."),
+		syncs: d("kbroker_storage_syncs_total",
+			"Syncs storage issued to the file system: data (fsync of a file, msync of a mapped range) and dir (a directory's fsync).", "kind"),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.offlineWaiting, c.withELR, c.leaders, c.partitions,
 		c.followerLag, c.logSize, c.logSegments, c.activeController, c.raftTerm, c.raftCommit, c.raftApplied,
-		c.connections, c.groups, c.offlineLogs, c.offlineLogDirs, c.mappedSegments, c.capacity} {
+		c.connections, c.groups, c.offlineLogs, c.offlineLogDirs, c.mappedSegments, c.capacity,
+		c.groupCommitRounds, c.groupCommitFlushes, c.logFlushes, c.syncs} {
 		ch <- d
 	}
 }
@@ -188,7 +197,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.partitions, total)
 	}
 	if b.logs != nil {
-		c.collectStorage(gauge)
+		c.collectStorage(ch, gauge)
 	}
 	c.collectOffline(gauge)
 	if b.ctrl != nil {
@@ -221,7 +230,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 // collectStorage reports the log manager's health: partitions whose log
 // cannot be opened (every reason, zeros included, for alerts), offline log
 // dirs, mapped segments and how many partitions the limits hold.
-func (c *stateCollector) collectStorage(gauge func(*prometheus.Desc, float64, ...string)) {
+func (c *stateCollector) collectStorage(ch chan<- prometheus.Metric, gauge func(*prometheus.Desc, float64, ...string)) {
 	st := c.b.logs.Stats()
 	for _, reason := range storage.OfflineReasons() {
 		gauge(c.offlineLogs, float64(st.OfflineLogs[reason]), reason)
@@ -229,6 +238,15 @@ func (c *stateCollector) collectStorage(gauge func(*prometheus.Desc, float64, ..
 	gauge(c.offlineLogDirs, float64(st.OfflineLogDirs))
 	gauge(c.mappedSegments, float64(st.MappedSegments))
 	gauge(c.capacity, float64(st.PartitionsThatFit))
+	ss := c.b.logs.SyncStats()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	counter(c.groupCommitRounds, ss.GroupCommitRounds)
+	counter(c.groupCommitFlushes, ss.GroupCommitLogFlushes)
+	counter(c.logFlushes, ss.LogFlushes)
+	counter(c.syncs, ss.DataSyncs, "data")
+	counter(c.syncs, ss.DirSyncs, "dir")
 }
 
 // collectOffline reports the partitions without a leader, and what each

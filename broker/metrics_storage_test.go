@@ -5,6 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
+	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -52,5 +57,65 @@ func TestStorageHealthMetrics(t *testing.T) {
 	}
 	if v := gauges()["kbroker_storage_offline_partitions,reason="+storage.ReasonStorageError]; v != 1 {
 		t.Fatalf("offline partitions after a failed open: %v", v)
+	}
+}
+
+// Durable acks show in the metrics: group commit rounds, the logs they
+// flushed, every log flush, the syncs that reached the file system, and
+// the round durations.
+func TestGroupCommitMetrics(t *testing.T) {
+	br := startTestBroker(t)
+	values := func() map[string]float64 {
+		mfs, err := br.metrics.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				name := mf.GetName()
+				for _, l := range m.GetLabel() {
+					name += "," + l.GetName() + "=" + l.GetValue()
+				}
+				switch {
+				case m.GetCounter() != nil:
+					out[name] = m.GetCounter().GetValue()
+				case m.GetHistogram() != nil:
+					out[name] = float64(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+		return out
+	}
+	before := values()
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.SetVersion(7)
+	ct.TimeoutMillis = 30000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "durable", 1, 1
+	rt.Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: "flush.messages", Value: kmsg.StringPtr("1")}}
+	ct.Topics = append(ct.Topics, rt)
+	if code := runRequest(t, br, ct).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("create topic: %v", kerr.ErrorForCode(code))
+	}
+	waitCond(t, "a local leader", func() bool {
+		p, ok := br.replicas.Partition("durable", 0)
+		return ok && p.Role() == replication.RoleLeader
+	})
+	for range 5 {
+		req := testsupport.ProduceRequest("durable", 0, -1, 30000, benchBatch(1, 10))
+		if code := runRequest(t, br, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+			t.Fatalf("produce: %v", kerr.ErrorForCode(code))
+		}
+	}
+	after := values()
+	for _, name := range []string{"kbroker_storage_group_commit_rounds_total", "kbroker_storage_group_commit_log_flushes_total",
+		"kbroker_storage_log_flushes_total", "kbroker_storage_syncs_total,kind=data", "kbroker_storage_group_commit_round_seconds"} {
+		if after[name] <= before[name] {
+			t.Errorf("%s did not grow: %v -> %v", name, before[name], after[name])
+		}
+	}
+	if after["kbroker_storage_syncs_total,kind=dir"] == 0 {
+		t.Error("no directory sync counted")
 	}
 }

@@ -32,6 +32,7 @@ func (b *Broker) storageOptions() storage.ManagerOptions {
 		LogCleanerBackoff:      b.cfg.LogCleanerBackoff,
 		FS:                     b.fs,
 		OnLogDirFailure:        b.logDirFailed,
+		OnGroupCommitRound:     b.metrics.onGroupCommitRound,
 	}
 }
 

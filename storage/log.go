@@ -55,6 +55,8 @@ type LogOptions struct {
 	// new end are written again, unflushed, and a stale checkpoint would
 	// tell recovery after a crash that they were on disk.
 	recoveryPointLowered func() error
+	// counters, set by a Manager, count the log's flushes.
+	counters *syncCounters
 	// RecoveryProgressEvery logs recovery progress every that many
 	// segments (default 1000).
 	RecoveryProgressEvery int
@@ -757,6 +759,9 @@ func (l *Log) Flush() error {
 	}
 	l.unflushedMessages = max(l.unflushedMessages-unflushed, 0)
 	l.lastFlush = l.now()
+	if l.opts.counters != nil {
+		l.opts.counters.logFlushes.Add(1)
+	}
 	if truncations == l.truncations.Load() && leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(leo)
 	}

@@ -56,6 +56,11 @@ type ManagerOptions struct {
 	// the hard one).
 	ResourceLimits func() (lim ResourceLimits, raisedFrom uint64, err error)
 
+	// OnGroupCommitRound, if set, is told of every group commit round: how
+	// long its flushes took and how many logs it flushed (metrics). It
+	// must not block.
+	OnGroupCommitRound func(d time.Duration, logs int)
+
 	// OnLogDirFailure, if set, is told once per log dir when an I/O error
 	// takes it offline (a failed flush or fsync, or an I/O error opening a
 	// log in it). It must not block: the broker decides what to do (Kafka
@@ -188,6 +193,8 @@ type Manager struct {
 
 	// brokerEpoch is written into the clean-shutdown markers (-1: none).
 	brokerEpoch atomic.Int64
+	// counters count flushes and syncs (syncstats.go).
+	counters *syncCounters
 
 	runOnce  sync.Once
 	stopOnce sync.Once
@@ -281,7 +288,9 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 		return nil, errors.New("storage: no log dirs")
 	}
 	opts = opts.withDefaults()
-	m := &Manager{
+	counters := &syncCounters{}
+	opts.FS = countingFS{FS: opts.FS, c: counters}
+	m := &Manager{counters: counters,
 		opts: opts, logger: opts.Logger,
 		logs: map[TopicPartition]*managedLog{}, onDisk: map[TopicPartition]PartitionDir{},
 		stop: make(chan struct{}), done: make(chan struct{}),
@@ -300,7 +309,7 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 			m.stopSyncers()
 			return nil, err
 		}
-		ds.syncer = newGroupSyncer(func(l *Log, err error) { m.syncFailed(ds, l, err) })
+		ds.syncer = newGroupSyncer(func(l *Log, err error) { m.syncFailed(ds, l, err) }, opts.OnGroupCommitRound)
 	}
 	m.checkLimits(len(m.found), true)
 	return m, nil
@@ -573,7 +582,8 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 
 func (m *Manager) logOptions() LogOptions {
 	return LogOptions{Now: m.opts.Now, Logger: m.logger, FS: m.opts.FS, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
-		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps, recoveryPointLowered: m.WriteCheckpoints}
+		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps, recoveryPointLowered: m.WriteCheckpoints,
+		counters: m.counters}
 }
 
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
