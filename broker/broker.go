@@ -192,23 +192,7 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 		cancel()
 	}
-	if b.server != nil {
-		b.server.Close()
-	}
-	for _, l := range b.listeners {
-		l.Close() // bound but never served when Start failed early
-	}
-	b.stopMetrics()
-	if b.stopSec != nil {
-		b.stopSec()
-	}
-	b.wg.Wait()
-	if b.groups != nil {
-		b.groups.close()
-	}
-	if b.replicas != nil {
-		b.replicas.Close()
-	}
+	b.stopServing()
 	var errs []error
 	if b.logs != nil {
 		if b.ctrl != nil {
@@ -227,6 +211,29 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stopServing closes the listeners and stops the goroutines that serve
+// (requests, metrics, certificate reloads, groups, replication); logs and
+// the controller node are left to the caller.
+func (b *Broker) stopServing() {
+	if b.server != nil {
+		b.server.Close()
+	}
+	for _, l := range b.listeners {
+		l.Close() // bound but never served when Start failed early
+	}
+	b.stopMetrics()
+	if b.stopSec != nil {
+		b.stopSec()
+	}
+	b.wg.Wait()
+	if b.groups != nil {
+		b.groups.close()
+	}
+	if b.replicas != nil {
+		b.replicas.Close()
+	}
 }
 
 // bindListeners binds every non-controller listener.

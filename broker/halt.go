@@ -42,23 +42,7 @@ func (b *Broker) Halted() <-chan error { return b.halted }
 func (b *Broker) Abort() { b.abortOnce.Do(b.abort) }
 
 func (b *Broker) abort() {
-	if b.server != nil {
-		b.server.Close()
-	}
-	for _, l := range b.listeners {
-		l.Close()
-	}
-	b.stopMetrics()
-	if b.stopSec != nil {
-		b.stopSec()
-	}
-	b.wg.Wait()
-	if b.groups != nil {
-		b.groups.close()
-	}
-	if b.replicas != nil {
-		b.replicas.Close()
-	}
+	b.stopServing()
 	if b.ctrl != nil {
 		if err := b.ctrl.Close(); err != nil {
 			b.logger.Warn("closing the controller node", "err", err)

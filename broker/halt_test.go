@@ -16,7 +16,6 @@ import (
 
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/testsupport"
-	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/storage/vfs"
 )
@@ -59,20 +58,7 @@ func TestFailedFsyncHaltsBroker(t *testing.T) {
 	}
 	t.Cleanup(b.Abort)
 
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	ct.SetVersion(7)
-	ct.TimeoutMillis = 30000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "d", 1, 1
-	rt.Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: "flush.messages", Value: kmsg.StringPtr("1")}}
-	ct.Topics = append(ct.Topics, rt)
-	if code := runRequest(t, b, ct).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
-		t.Fatalf("create topic: %v", kerr.ErrorForCode(code))
-	}
-	waitCond(t, "a local leader", func() bool {
-		p, ok := b.replicas.Partition("d", 0)
-		return ok && p.Role() == replication.RoleLeader
-	})
+	createTopicWith(t, b, "d", map[string]string{"flush.messages": "1"})
 	produce := func() int16 {
 		req := testsupport.ProduceRequest("d", 0, 1, 30000, benchBatch(1, 10))
 		return runRequest(t, b, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode
@@ -106,16 +92,5 @@ func TestFailedFsyncHaltsBroker(t *testing.T) {
 	b.Abort()
 	if _, err := os.Stat(filepath.Join(dir, storage.CleanShutdownFile)); !os.IsNotExist(err) {
 		t.Fatalf("clean-shutdown marker after a halt: %v", err)
-	}
-}
-
-func waitCond(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

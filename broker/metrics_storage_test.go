@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/testsupport"
-	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -18,23 +17,7 @@ import (
 // dirs, mapped segments and how many partitions the kernel limits hold.
 func TestStorageHealthMetrics(t *testing.T) {
 	br := startTestBroker(t)
-	gauges := func() map[string]float64 {
-		mfs, err := br.metrics.reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]float64{}
-		for _, mf := range mfs {
-			for _, m := range mf.GetMetric() {
-				name := mf.GetName()
-				for _, l := range m.GetLabel() {
-					name += "," + l.GetName() + "=" + l.GetValue()
-				}
-				out[name] = m.GetGauge().GetValue()
-			}
-		}
-		return out
-	}
+	gauges := func() map[string]float64 { return gatherMetrics(t, br) }
 	g := gauges()
 	for _, reason := range storage.OfflineReasons() {
 		v, ok := g["kbroker_storage_offline_partitions,reason="+reason]
@@ -65,43 +48,9 @@ func TestStorageHealthMetrics(t *testing.T) {
 // the round durations.
 func TestGroupCommitMetrics(t *testing.T) {
 	br := startTestBroker(t)
-	values := func() map[string]float64 {
-		mfs, err := br.metrics.reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]float64{}
-		for _, mf := range mfs {
-			for _, m := range mf.GetMetric() {
-				name := mf.GetName()
-				for _, l := range m.GetLabel() {
-					name += "," + l.GetName() + "=" + l.GetValue()
-				}
-				switch {
-				case m.GetCounter() != nil:
-					out[name] = m.GetCounter().GetValue()
-				case m.GetHistogram() != nil:
-					out[name] = float64(m.GetHistogram().GetSampleCount())
-				}
-			}
-		}
-		return out
-	}
+	values := func() map[string]float64 { return gatherMetrics(t, br) }
 	before := values()
-	ct := kmsg.NewPtrCreateTopicsRequest()
-	ct.SetVersion(7)
-	ct.TimeoutMillis = 30000
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "durable", 1, 1
-	rt.Configs = []kmsg.CreateTopicsRequestTopicConfig{{Name: "flush.messages", Value: kmsg.StringPtr("1")}}
-	ct.Topics = append(ct.Topics, rt)
-	if code := runRequest(t, br, ct).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
-		t.Fatalf("create topic: %v", kerr.ErrorForCode(code))
-	}
-	waitCond(t, "a local leader", func() bool {
-		p, ok := br.replicas.Partition("durable", 0)
-		return ok && p.Role() == replication.RoleLeader
-	})
+	createTopicWith(t, br, "durable", map[string]string{"flush.messages": "1"})
 	for range 5 {
 		req := testsupport.ProduceRequest("durable", 0, -1, 30000, benchBatch(1, 10))
 		if code := runRequest(t, br, req).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
@@ -118,4 +67,33 @@ func TestGroupCommitMetrics(t *testing.T) {
 	if after["kbroker_storage_syncs_total,kind=dir"] == 0 {
 		t.Error("no directory sync counted")
 	}
+}
+
+// gatherMetrics returns every series of the broker's registry by name and
+// labels ("name,label=value"): a gauge's or counter's value, a
+// histogram's sample count.
+func gatherMetrics(t *testing.T, br *Broker) map[string]float64 {
+	t.Helper()
+	mfs, err := br.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "," + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case m.GetCounter() != nil:
+				out[name] = m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				out[name] = float64(m.GetHistogram().GetSampleCount())
+			default:
+				out[name] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
 }

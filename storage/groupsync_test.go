@@ -91,22 +91,33 @@ func TestGroupCommitNotifiesListener(t *testing.T) {
 	}
 }
 
-// A failed fsync is never retried nor acknowledged: WaitDurable fails, the
-// whole log dir goes offline and every log in it refuses writes.
-func TestGroupCommitFsyncErrorTakesDirOffline(t *testing.T) {
+// crashManager is a Manager of one log dir on a CrashFS (for fault
+// injection), closed with the test. opts.FS, Logger and ResourceLimits
+// are set here; dir is the log dir.
+func crashManager(t *testing.T, opts ManagerOptions) (m *Manager, cfs *vfs.CrashFS, dir string, lb *logBuffer) {
+	t.Helper()
 	root := t.TempDir()
-	dir := filepath.Join(root, "data")
-	os.MkdirAll(dir, 0o755)
+	dir = filepath.Join(root, "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfs, err := vfs.NewCrashFS(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger, lb := testLogger(t)
-	m, err := NewManager([]string{dir}, ManagerOptions{FS: cfs, Logger: logger, ResourceLimits: unlimitedResources})
-	if err != nil {
+	opts.FS, opts.ResourceLimits = cfs, unlimitedResources
+	opts.Logger, lb = testLogger(t)
+	if m, err = NewManager([]string{dir}, opts); err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
+	return m, cfs, dir, lb
+}
+
+// A failed fsync is never retried nor acknowledged: WaitDurable fails, the
+// whole log dir goes offline and every log in it refuses writes.
+func TestGroupCommitFsyncErrorTakesDirOffline(t *testing.T) {
+	m, cfs, _, lb := crashManager(t, ManagerOptions{})
 	a, err := m.Open(TopicPartition{Topic: "a", Partition: 0}, [16]byte{1}, durableConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -149,25 +160,12 @@ func TestGroupCommitFsyncErrorTakesDirOffline(t *testing.T) {
 // (OnLogDirFailure), so that the broker can stop and let its partitions
 // move.
 func TestFailedFlushTellsOwnerOnce(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "data")
-	os.MkdirAll(dir, 0o755)
-	cfs, err := vfs.NewCrashFS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := testLogger(t)
 	type failure struct {
 		dir string
 		err error
 	}
 	failures := make(chan failure, 4)
-	m, err := NewManager([]string{dir}, ManagerOptions{FS: cfs, Logger: logger, ResourceLimits: unlimitedResources,
-		OnLogDirFailure: func(d string, err error) { failures <- failure{d, err} }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m, cfs, dir, _ := crashManager(t, ManagerOptions{OnLogDirFailure: func(d string, err error) { failures <- failure{d, err} }})
 	cfg := DefaultLogConfig()
 	cfg.FlushMs = 1
 	l, err := m.Open(TopicPartition{Topic: "a", Partition: 0}, [16]byte{1}, cfg)
@@ -211,21 +209,8 @@ func TestFailedFlushTellsOwnerOnce(t *testing.T) {
 // A checkpoint that cannot be written (EIO) takes its dir offline too, as
 // any I/O error does in Kafka.
 func TestFailedCheckpointTakesDirOffline(t *testing.T) {
-	root := t.TempDir()
-	dir := filepath.Join(root, "data")
-	os.MkdirAll(dir, 0o755)
-	cfs, err := vfs.NewCrashFS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger, _ := testLogger(t)
 	failed := make(chan string, 4)
-	m, err := NewManager([]string{dir}, ManagerOptions{FS: cfs, Logger: logger, ResourceLimits: unlimitedResources,
-		OnLogDirFailure: func(d string, err error) { failed <- d }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m, cfs, dir, _ := crashManager(t, ManagerOptions{OnLogDirFailure: func(d string, err error) { failed <- d }})
 	if _, err := m.Open(TopicPartition{Topic: "a", Partition: 0}, [16]byte{1}, DefaultLogConfig()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,7 @@
 package storage
 
 import (
-	"errors"
 	"flag"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -62,8 +60,7 @@ func TestPowercutJournalSuite(t *testing.T) {
 // runPowercutSequence runs one seed and returns how many files the cut
 // changed or deleted.
 func runPowercutSequence(t *testing.T, seed int64, dir string) int {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x19))
-	logDir := filepath.Join(dir, "data")
+	r := newCrashRun(seed, dir)
 	// The process's death: CrashFS fails every call from a random one on,
 	// and the recorder journals only calls that completed.
 	stop, err := vfs.NewCrashFS(dir)
@@ -71,28 +68,13 @@ func runPowercutSequence(t *testing.T, seed int64, dir string) int {
 		t.Fatal(err)
 	}
 	journal := filepath.Join(dir, "journal")
-	rec, err := powercut.NewRecorder(stop, journal, []string{logDir})
+	rec, err := powercut.NewRecorder(stop, journal, []string{r.logDir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	clock := newFakeClock()
-	cfg := crashConfig(rng)
-	tp := TopicPartition{Topic: "crash", Partition: 0}
-	m, err := NewManager([]string{logDir}, ManagerOptions{FS: rec, Now: clock.Now, Logger: discardLogger(),
-		ResourceLimits: unlimitedResources})
-	if err != nil {
-		t.Fatalf("seed %d: NewManager: %v", seed, err)
-	}
-	model := &crashModel{written: map[string]crashRecord{}, required: map[int64]string{}, current: map[int64]string{},
-		batchOf: map[int64]int64{}, expectedEpochStart: map[int32]int64{}}
-	stop.CutAfter(int64(1+rng.IntN(400)), nil)
-	l, err := m.Open(tp, [16]byte{1}, cfg)
-	if err == nil {
-		crashSteps(t, seed, rng, clock, m, l, model)
-	} else if !errors.Is(err, vfs.ErrPowerCut) {
-		t.Fatalf("seed %d: open: %v", seed, err)
-	}
+	stop.CutAfter(int64(1+r.rng.IntN(400)), nil)
+	m, _ := r.run(t, rec)
 	stop.Cut(nil)
 	// Dead: every call fails from now on and the journal is complete. The
 	// Close releases the mappings; all it can still write are index
@@ -117,27 +99,6 @@ func runPowercutSequence(t *testing.T, seed int64, dir string) int {
 	if _, err := powercut.Apply(journal); err != nil {
 		t.Fatalf("seed %d: %v", seed, err)
 	}
-	if *crashTrace {
-		filepath.Walk(logDir, func(p string, fi os.FileInfo, err error) error {
-			if err == nil && !fi.IsDir() {
-				b, _ := os.ReadFile(p)
-				if fi.Size() > 64 {
-					b = nil
-				}
-				t.Logf("after the cut: %s %d %q", p, fi.Size(), b)
-			}
-			return nil
-		})
-	}
-	m2, err := NewManager([]string{logDir}, ManagerOptions{Now: clock.Now, Logger: discardLogger(), ResourceLimits: unlimitedResources})
-	if err != nil {
-		t.Fatalf("seed %d: reopen manager: %v", seed, err)
-	}
-	defer m2.Close()
-	l2, err := m2.Open(tp, [16]byte{1}, cfg)
-	if err != nil {
-		t.Fatalf("seed %d: reopen log: %v", seed, err)
-	}
-	checkRecovered(t, seed, l2, model)
+	r.reopenAndCheck(t)
 	return changed
 }
