@@ -134,14 +134,17 @@ func newCrashRun(seed int64, dir string) *crashRun {
 			batchOf: map[int64]int64{}, expectedEpochStart: map[int32]int64{}}}
 }
 
-// run opens the log on fsys and runs the sequence's steps until one fails
-// (the cut) or all ran; hit reports a cut inside an operation.
-func (r *crashRun) run(t *testing.T, fsys vfs.FS) (m *Manager, hit bool) {
+// run starts a Manager on fsys, arms the cut (after the start: arm draws
+// the cut point from the sequence's random source), opens the log and runs
+// the sequence's steps until one fails (the cut) or all ran; hit reports a
+// cut inside an operation.
+func (r *crashRun) run(t *testing.T, fsys vfs.FS, arm func()) (m *Manager, hit bool) {
 	m, err := NewManager([]string{r.logDir}, ManagerOptions{FS: fsys, Now: r.clock.Now, Logger: discardLogger(),
 		ResourceLimits: unlimitedResources})
 	if err != nil {
 		t.Fatalf("seed %d: NewManager: %v", r.seed, err)
 	}
+	arm()
 	l, err := m.Open(crashTP, [16]byte{1}, r.cfg)
 	if err == nil {
 		hit = crashSteps(t, r.seed, r.rng, r.clock, m, l, r.model)
@@ -183,8 +186,9 @@ func runCrashSequence(t *testing.T, seed int64, dir string) bool {
 			return nil
 		})
 	}
-	cfs.CutAfter(int64(1+r.rng.IntN(400)), rand.New(rand.NewPCG(uint64(seed), 0xc07)))
-	m, hit := r.run(t, cfs)
+	m, hit := r.run(t, cfs, func() {
+		cfs.CutAfter(int64(1+r.rng.IntN(400)), rand.New(rand.NewPCG(uint64(seed), 0xc07)))
+	})
 	img := cfs.Cut(rand.New(rand.NewPCG(uint64(seed), 0xc07)))
 	m.Close() // fails its writes: the power is off; releases mappings
 	if err := cfs.Restore(img); err != nil {

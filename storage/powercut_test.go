@@ -73,8 +73,7 @@ func runPowercutSequence(t *testing.T, seed int64, dir string) int {
 		t.Fatal(err)
 	}
 	defer rec.Close()
-	stop.CutAfter(int64(1+r.rng.IntN(400)), nil)
-	m, _ := r.run(t, rec)
+	m, _ := r.run(t, rec, func() { stop.CutAfter(int64(1+r.rng.IntN(400)), nil) })
 	stop.Cut(nil)
 	// Dead: every call fails from now on and the journal is complete. The
 	// Close releases the mappings; all it can still write are index
