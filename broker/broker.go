@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/fetchsession"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
@@ -45,8 +46,11 @@ type Broker struct {
 	imageReady  chan struct{} // closed once the first image is applied
 	viewChanged viewSignal    // broadcast on every applied image
 
-	metrics    *metrics
-	httpServer *http.Server // /metrics, /healthz, /readyz
+	metrics *metrics
+	// fetchSessions are the incremental fetch sessions (KIP-227) of the
+	// consumers and followers that fetch from this broker.
+	fetchSessions *fetchsession.Cache
+	httpServer    *http.Server // /metrics, /healthz, /readyz
 
 	sec     *brokerSecurity    // listeners' TLS and SASL, clients' credentials (security.go)
 	authz   *acl.Authorizer    // nil: no authorizer configured (authz.go)
@@ -63,6 +67,8 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 		imageReady: make(chan struct{})}
 	b.dispatch = newDispatcher(b.apis())
 	b.metrics = newMetrics()
+	b.fetchSessions = fetchsession.New(fetchsession.Options{MaxSlots: int(cfg.MaxIncrementalFetchSessionCacheSlots)})
+	b.metrics.reg.MustRegister(newFetchSessionCollector(b.fetchSessions))
 	b.metrics.reg.MustRegister(newStateCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
