@@ -64,3 +64,34 @@ func TestFollowerServesConsumersUpToItsHW(t *testing.T) {
 		t.Fatalf("a follower listed read replicas: %v", err)
 	}
 }
+
+// A new leader whose HW lags its epoch's start answers a consumer's latest
+// offset OFFSET_NOT_AVAILABLE until the HW catches up (Kafka's
+// Partition.fetchOffsetForTimestamp); a replica's lookup is not refused.
+func TestListOffsetLaggingNewLeader(t *testing.T) {
+	clock := testsupport.NewClock(time.Unix(1000, 0))
+	old, next := newTestReplica(t, 1, clock), newTestReplica(t, 2, clock)
+	if err := old.p.MakeLeader(leaderState(0, 0, 1, 2), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next.p.MakeFollower(PartitionState{Topic: "t", Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, Leader: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.p.AppendAsLeader(batch(3), -1, storage.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	replicate(t, old, next, 2) // next holds 0..2 with HW 0
+	st := PartitionState{Topic: "t", Replicas: []int32{1, 2, 3}, ISR: []int32{2, 1}, Leader: 2, LeaderEpoch: 1, PartitionEpoch: 1}
+	if err := next.p.MakeLeader(st, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := next.p.ListOffset(LatestTimestamp, -1, false); !errors.Is(err, kerr.OffsetNotAvailable) {
+		t.Fatalf("latest offset on a lagging new leader: %v, want OFFSET_NOT_AVAILABLE", err)
+	}
+	if got, err := next.p.ListOffset(LatestTimestamp, -1, true); err != nil || got.Offset != 3 {
+		t.Fatalf("a replica's latest offset: %+v %v", got, err)
+	}
+	if got, err := next.p.ListOffset(EarliestTimestamp, -1, false); err != nil || got.Offset != 0 {
+		t.Fatalf("earliest offset: %+v %v", got, err)
+	}
+}
