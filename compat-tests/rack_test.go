@@ -1,0 +1,135 @@
+package compat
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Racks (issue 17): rack-aware placement, racks in Metadata and
+// DescribeCluster, and fetching from the closest replica (KIP-392).
+
+var testRacks = map[int32]string{1: "a", 2: "b", 3: "c"}
+
+func rackFlags(id int32) []string { return []string{"--broker.rack=" + testRacks[id]} }
+
+// Three brokers in racks a, b, c: an RF=3 topic has one replica per rack;
+// Metadata and DescribeCluster show the racks; a consumer with
+// client.rack=b reads only from the rack-b broker (its consumer-bytes
+// metrics prove it, the leaders only name it as preferred read replica),
+// and reads every acknowledged record exactly once across a leader change.
+func TestRackAwareFollowerFetching(t *testing.T) {
+	needOwnCluster(t)
+	c := startCluster(t, clusterOpts{brokers: 3, metrics: true, nodeFlags: rackFlags,
+		flags: replicationFlags("--replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector",
+			"--min.insync.replicas=2")})
+	admin := newClient(t, c.seeds())
+	ctx := ctxTimeout(t, 3*time.Minute)
+
+	md, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, admin)
+	must(t, err, "metadata")
+	for _, b := range md.Brokers {
+		if b.Rack == nil || *b.Rack != testRacks[b.NodeID] {
+			t.Errorf("Metadata: broker %d rack %v, want %q", b.NodeID, b.Rack, testRacks[b.NodeID])
+		}
+	}
+	dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, admin)
+	must(t, err, "describe cluster")
+	if len(dc.Brokers) != 3 {
+		t.Fatalf("DescribeCluster: %d brokers", len(dc.Brokers))
+	}
+	for _, b := range dc.Brokers {
+		if b.Rack == nil || *b.Rack != testRacks[b.NodeID] {
+			t.Errorf("DescribeCluster: broker %d rack %v, want %q", b.NodeID, b.Rack, testRacks[b.NodeID])
+		}
+	}
+
+	adm := newAdmin(t, c.seeds())
+	topic := newTopic(t, adm, 6, 3, nil)
+	c.waitTopicEverywhere(topic, 6, 3)
+	leaders := map[int32]int32{}
+	for p := range int32(6) {
+		st, err := c.describe(topic, p)
+		must(t, err, "describe %d", p)
+		racks := map[string]bool{}
+		for _, id := range st.replicas {
+			racks[testRacks[id]] = true
+		}
+		if len(racks) != 3 {
+			t.Fatalf("partition %d: replicas %v span racks %v, want a, b and c", p, st.replicas, racks)
+		}
+		leaders[p] = st.leader
+	}
+
+	producer := newClient(t, c.seeds(), kgo.DefaultProduceTopic(topic))
+	prod := startSteadyProducer(t, ctx, producer, "rack", 50)
+	consumer := newSessionConsumer(t, c.seeds(), topic, kgo.Rack("b"))
+	consumer.await(prod.acknowledged(), time.Minute)
+
+	// A leader change: the leader of a partition led outside rack b
+	// shuts down (its leaderships move), while records flow.
+	var victim *node
+	for p := range int32(6) {
+		if leaders[p] != 2 {
+			victim = c.node(leaders[p])
+			break
+		}
+	}
+	if victim == nil {
+		t.Fatal("every partition is led in rack b: no leader change to make away from the consumer's replica")
+	}
+	served := func(n *node) (leader, follower, preferred float64) {
+		m := scrape(t, n)
+		return m[fmt.Sprintf(`kbroker_consumer_fetch_bytes_total{replica="leader",topic=%q}`, topic)],
+			m[fmt.Sprintf(`kbroker_consumer_fetch_bytes_total{replica="follower",topic=%q}`, topic)],
+			m[fmt.Sprintf(`kbroker_fetch_preferred_replica_total{topic=%q}`, topic)]
+	}
+	checkOnlyRackB := func(when string) {
+		t.Helper()
+		for _, n := range c.nodes {
+			if !n.Running() {
+				continue
+			}
+			l, f, pref := served(n)
+			switch {
+			case n.id == 2 && f == 0:
+				t.Errorf("%s: the rack-b broker served no consumer bytes as a follower (leader %v)", when, l)
+			case n.id != 2 && l+f > 0:
+				t.Errorf("%s: broker %d (rack %s) served the rack-b consumer %v bytes", when, n.id, testRacks[n.id], l+f)
+			case n.id != 2 && when == "before the leader change" && pref == 0:
+				t.Errorf("%s: broker %d never named a preferred read replica", when, n.id)
+			}
+		}
+	}
+	checkOnlyRackB("before the leader change")
+	victim.stop()
+	waitFor(t, 30*time.Second, "new leaders", func() error {
+		for p := range int32(6) {
+			st, err := c.describe(topic, p)
+			if err != nil {
+				return err
+			}
+			if st.leader == victim.id || st.leader < 0 {
+				return fmt.Errorf("partition %d led by %d", p, st.leader)
+			}
+		}
+		return nil
+	})
+	waitFor(t, 30*time.Second, "more records after the change", func() error {
+		if n := len(prod.acknowledged()); n < 150 {
+			return fmt.Errorf("%d acked", n)
+		}
+		return nil
+	})
+	acked, err := prod.finish()
+	if err != nil && !kerr.IsRetriable(err) {
+		t.Fatalf("producer: %v", err)
+	}
+	consumer.await(acked, time.Minute)
+	checkOnlyRackB("after the leader change")
+	t.Logf("%d records read exactly once from the rack-b replica across broker %d's shutdown", len(acked), victim.id)
+}
