@@ -76,24 +76,31 @@ func sessionKey(byID bool, id [16]byte, topic string, partition int32) fetchsess
 }
 
 // sessionReadRequest is r with the session's partitions in place of its
-// own: consecutive partitions of one topic share a topic entry.
+// own: consecutive partitions of one topic share a topic entry. The
+// partitions share one allocation.
 func sessionReadRequest(r *kmsg.FetchRequest, ctx *fetchsession.Context) *kmsg.FetchRequest {
 	read := *r
 	read.Topics = nil
 	read.ForgottenTopics = nil
-	for i := range ctx.Len() {
+	parts := make([]kmsg.FetchRequestTopicPartition, ctx.Len())
+	start := 0
+	for i := range parts {
 		p := ctx.Partition(i)
+		parts[i] = kmsg.FetchRequestTopicPartition{Partition: p.Key.Partition, CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+			FetchOffset: p.FetchOffset, LastFetchedEpoch: p.LastFetchedEpoch, LogStartOffset: p.LogStartOffset,
+			PartitionMaxBytes: p.MaxBytes}
 		if n := len(read.Topics); n == 0 || read.Topics[n-1].Topic != p.Topic || read.Topics[n-1].TopicID != p.TopicID {
+			if n > 0 {
+				read.Topics[n-1].Partitions = parts[start:i:i]
+			}
+			start = i
 			t := kmsg.NewFetchRequestTopic()
 			t.Topic, t.TopicID = p.Topic, p.TopicID
 			read.Topics = append(read.Topics, t)
 		}
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = p.Key.Partition
-		rp.FetchOffset, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = p.FetchOffset, p.CurrentLeaderEpoch, p.LastFetchedEpoch
-		rp.LogStartOffset, rp.PartitionMaxBytes = p.LogStartOffset, p.MaxBytes
-		t := &read.Topics[len(read.Topics)-1]
-		t.Partitions = append(t.Partitions, rp)
+	}
+	if n := len(read.Topics); n > 0 {
+		read.Topics[n-1].Partitions = parts[start:]
 	}
 	return &read
 }
