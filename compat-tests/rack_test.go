@@ -133,3 +133,39 @@ func TestRackAwareFollowerFetching(t *testing.T) {
 	checkOnlyRackB("after the leader change")
 	t.Logf("%d records read exactly once from the rack-b replica across broker %d's shutdown", len(acked), victim.id)
 }
+
+// A follower serving consumers learns each HW move at once: its session's
+// long poll on the leader answers a changed HW without waiting for data or
+// replica.fetch.wait.max.ms (5 s here). A record acknowledged with acks=all
+// reaches a consumer reading from a follower well within that.
+func TestFollowerLearnsHighWatermarkPromptly(t *testing.T) {
+	needOwnCluster(t)
+	flags := replicationFlags("--replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector")
+	for i, f := range flags {
+		if f == "--replica.fetch.wait.max.ms=200" {
+			flags[i] = "--replica.fetch.wait.max.ms=5000"
+		}
+	}
+	c := startCluster(t, clusterOpts{brokers: 3, metrics: true, nodeFlags: rackFlags, flags: append(flags, "--replica.lag.time.max.ms=30000")})
+	admin := newClient(t, c.seeds())
+	topic := createAssigned(t, admin, 1, 2, 3) // led in rack a; rack b holds a follower
+	c.waitTopicEverywhere(topic, 1, 3)
+	producer := newClient(t, c.seeds(), kgo.DefaultProduceTopic(topic))
+	consumer := newSessionConsumer(t, c.seeds(), topic, kgo.Rack("b"))
+	ctx := ctxTimeout(t, 2*time.Minute)
+	var all []string
+	for i := range 8 {
+		v := fmt.Sprintf("prompt-%d", i)
+		all = append(all, v)
+		must(t, producer.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(), "produce %s", v)
+		start := time.Now()
+		consumer.await(all, time.Minute)
+		if took := time.Since(start); i > 0 && took > 2*time.Second {
+			t.Errorf("record %d reached the rack-b consumer %v after its ack (replica.fetch.wait.max.ms is 5 s)", i, took)
+		}
+	}
+	served := scrape(t, c.node(2))[fmt.Sprintf(`kbroker_consumer_fetch_bytes_total{replica="follower",topic=%q}`, topic)]
+	if served == 0 {
+		t.Fatal("the rack-b follower served no consumer bytes: the test measured the leader")
+	}
+}
