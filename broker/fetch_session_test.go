@@ -1,12 +1,15 @@
 package broker
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/testsupport"
+	"github.com/kbroker/kbroker/protocol"
 )
 
 // sessionFetch is a consumer Fetch v12 of the session (id, epoch) listing
@@ -105,5 +108,53 @@ func TestFetchSessionThroughHandler(t *testing.T) {
 	v13.SetVersion(13)
 	if resp := runRequest(t, br, v13).(*kmsg.FetchResponse); resp.ErrorCode != kerr.FetchSessionTopicIDError.Code {
 		t.Errorf("v13 fetch of a v12 session: error %d", resp.ErrorCode)
+	}
+}
+
+// An incremental fetch long-polls like any fetch: it waits for data on the
+// session's partitions (none listed in the request) and answers once a
+// produce makes some, well before MaxWait.
+func TestFetchSessionLongPoll(t *testing.T) {
+	br := startTestBroker(t)
+	createTopic(t, br, "poll")
+	full := runRequest(t, br, sessionFetch(0, 0, "poll", 0, 0)).(*kmsg.FetchResponse)
+	if full.SessionID <= 0 {
+		t.Fatalf("no session: %d", full.SessionID)
+	}
+	wait := sessionFetch(full.SessionID, 1, "", 0)
+	wait.MaxWaitMillis, wait.MinBytes = 20000, 1
+	done := make(chan *kmsg.FetchResponse, 1)
+	start := time.Now()
+	go func() {
+		parsed, err := protocol.ParseRequest(encodeFrame(wait))
+		if err != nil {
+			done <- nil
+			return
+		}
+		parsed.Conn = &protocol.ConnInfo{ID: 2, Listener: "PLAINTEXT"}
+		resp := br.dispatch.Handle(context.Background(), parsed)
+		body := resp.Body
+		if resp.Later != nil {
+			body = resp.Later(context.Background())
+		}
+		if resp.Done != nil {
+			resp.Done()
+		}
+		done <- body.(*kmsg.FetchResponse)
+	}()
+	select {
+	case <-done:
+		t.Fatal("the incremental fetch answered before any data")
+	case <-time.After(100 * time.Millisecond):
+	}
+	if code := runRequest(t, br, testsupport.ProduceRequest("poll", 0, 1, 30000, benchBatch(1, 10))).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce: %d", code)
+	}
+	resp := <-done
+	if resp == nil || answered(resp) != 1 || resp.Topics[0].Partitions[0].HighWatermark != 1 {
+		t.Fatalf("long poll answer: %+v", resp)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the long poll took %v", took)
 	}
 }
