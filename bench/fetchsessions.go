@@ -20,8 +20,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -81,14 +79,11 @@ type fsRun struct {
 }
 
 func (s *suite) fetchSessions(ctx context.Context) error {
-	dir := filepath.Join(s.cfg.Out, "runs", "fetch-sessions")
-	os.RemoveAll(dir)
-	defer os.RemoveAll(dir)
-	c, err := startCluster(ctx, startOpts{kind: kindKbroker, brokers: 1, dir: dir, kbroker: s.cfg.Kbroker})
+	c, done, err := s.kbrokerAlone(ctx, "fetch-sessions")
 	if err != nil {
 		return err
 	}
-	defer c.stop()
+	defer done()
 	if err := ensureTopic(ctx, loadConfig{Brokers: c.addrs, Topic: fsTopic, Partitions: fsPartitions, RF: 1}); err != nil {
 		return err
 	}

@@ -62,11 +62,21 @@ func benchBatch(n, valueBytes int) []byte {
 // runRequest sends req through decode and dispatch and returns the answer.
 func runRequest(tb testing.TB, br *Broker, req kmsg.Request) kmsg.Response {
 	tb.Helper()
-	parsed, err := protocol.ParseRequest(encodeFrame(req))
+	body, err := dispatchRequest(br, req, 1)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	parsed.Conn = &protocol.ConnInfo{ID: 1, Listener: "PLAINTEXT"}
+	return body
+}
+
+// dispatchRequest is runRequest for any goroutine: the answer, or the
+// frame's decoding error.
+func dispatchRequest(br *Broker, req kmsg.Request, connID uint64) (kmsg.Response, error) {
+	parsed, err := protocol.ParseRequest(encodeFrame(req))
+	if err != nil {
+		return nil, err
+	}
+	parsed.Conn = &protocol.ConnInfo{ID: connID, Listener: "PLAINTEXT"}
 	resp := br.dispatch.Handle(context.Background(), parsed)
 	body := resp.Body
 	if resp.Later != nil {
@@ -75,7 +85,7 @@ func runRequest(tb testing.TB, br *Broker, req kmsg.Request) kmsg.Response {
 	if resp.Done != nil {
 		defer resp.Done()
 	}
-	return body
+	return body, nil
 }
 
 func benchProduceFrame(topic string, acks int16, batch []byte) []byte {

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -9,7 +8,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/testsupport"
-	"github.com/kbroker/kbroker/protocol"
 )
 
 // sessionFetch is a consumer Fetch v12 of the session (id, epoch) listing
@@ -126,19 +124,10 @@ func TestFetchSessionLongPoll(t *testing.T) {
 	done := make(chan *kmsg.FetchResponse, 1)
 	start := time.Now()
 	go func() {
-		parsed, err := protocol.ParseRequest(encodeFrame(wait))
+		body, err := dispatchRequest(br, wait, 2)
 		if err != nil {
 			done <- nil
 			return
-		}
-		parsed.Conn = &protocol.ConnInfo{ID: 2, Listener: "PLAINTEXT"}
-		resp := br.dispatch.Handle(context.Background(), parsed)
-		body := resp.Body
-		if resp.Later != nil {
-			body = resp.Later(context.Background())
-		}
-		if resp.Done != nil {
-			resp.Done()
 		}
 		done <- body.(*kmsg.FetchResponse)
 	}()

@@ -34,12 +34,23 @@ func (p *Partition) ReadForConsumerOnFollower(offset int64, maxBytes int32, curr
 	if err := p.checkEpochLocked(currentLeaderEpoch); err != nil {
 		return ReadResult{}, err
 	}
-	hw := p.log.HighWatermark()
-	res := ReadResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
-	if offset > res.LogEndOffset && offset >= res.LogStartOffset && currentLeaderEpoch < 0 {
+	res := p.offsetsLocked()
+	if offset > res.LogEndOffset && currentLeaderEpoch < 0 {
 		return res, nil
 	}
-	rr, err := p.log.Read(offset, maxBytes, hw, minOneBatch)
+	return p.readLocked(res, offset, maxBytes, res.HighWatermark, minOneBatch)
+}
+
+// offsetsLocked is a read's answer before its records: the partition's
+// HW, log start and log end. Must be called with mu held.
+func (p *Partition) offsetsLocked() ReadResult {
+	return ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+}
+
+// readLocked reads from offset up to bound (exclusive) into res; an offset
+// outside the log is OFFSET_OUT_OF_RANGE. Must be called with mu held.
+func (p *Partition) readLocked(res ReadResult, offset int64, maxBytes int32, bound int64, minOneBatch bool) (ReadResult, error) {
+	rr, err := p.log.Read(offset, maxBytes, bound, minOneBatch)
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			return res, kerr.OffsetOutOfRange
@@ -77,7 +88,7 @@ func (p *Partition) ReadReplicas(offset int64, currentLeaderEpoch int32) ([]Repl
 		return nil, ReadResult{}, err
 	}
 	now := p.now()
-	offsets := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	offsets := p.offsetsLocked()
 	views := []ReplicaView{{ID: p.localID, LogEndOffset: offsets.LogEndOffset}}
 	for _, id := range p.isr.committed {
 		f, isFollower := p.followers[id]

@@ -53,19 +53,28 @@ func checkReplicationFactor(liveBrokers, rf int) error {
 // placeRoundRobin is the deterministic core of placeReplicas.
 func placeRoundRobin(brokers []int32, nPartitions, rf, firstPartition, startIndex, shift int) [][]int32 {
 	n := len(brokers)
+	return walkPartitions(n, nPartitions, firstPartition, startIndex, shift, func(first, shift int) []int32 {
+		replicas := make([]int32, 0, rf)
+		replicas = append(replicas, brokers[first])
+		for j := range rf - 1 {
+			replicas = append(replicas, brokers[(first+1+(shift+j)%(n-1))%n])
+		}
+		return replicas
+	})
+}
+
+// walkPartitions is the loop of Kafka's assignments (AdminUtils): new
+// partition p's first replica is at (p+startIndex) % n in a list of n
+// brokers, and the shift of its other replicas grows by one every n
+// partitions. place returns the replicas of one partition.
+func walkPartitions(n, nPartitions, firstPartition, startIndex, shift int, place func(first, shift int) []int32) [][]int32 {
 	out := make([][]int32, 0, nPartitions)
 	p := max(0, firstPartition)
 	for range nPartitions {
 		if p > 0 && p%n == 0 {
 			shift++
 		}
-		first := (p + startIndex) % n
-		replicas := make([]int32, 0, rf)
-		replicas = append(replicas, brokers[first])
-		for j := range rf - 1 {
-			replicas = append(replicas, brokers[(first+1+(shift+j)%(n-1))%n])
-		}
-		out = append(out, replicas)
+		out = append(out, place((p+startIndex)%n, shift))
 		p++
 	}
 	return out
@@ -82,13 +91,7 @@ func placeRackAware(brokers []int32, racks map[int32]string, nPartitions, rf, fi
 	arranged := rackAlternated(brokers, racks)
 	n := len(arranged)
 	numRacks := len(distinctRacks(brokers, racks))
-	out := make([][]int32, 0, nPartitions)
-	p := max(0, firstPartition)
-	for range nPartitions {
-		if p > 0 && p%n == 0 {
-			shift++
-		}
-		first := (p + startIndex) % n
+	return walkPartitions(n, nPartitions, firstPartition, startIndex, shift, func(first, shift int) []int32 {
 		leader := arranged[first]
 		replicas := append(make([]int32, 0, rf), leader)
 		racksUsed := map[string]bool{racks[leader]: true}
@@ -106,10 +109,8 @@ func placeRackAware(brokers []int32, racks map[int32]string, nPartitions, rf, fi
 				}
 			}
 		}
-		out = append(out, replicas)
-		p++
-	}
-	return out
+		return replicas
+	})
 }
 
 // rackAlternated lists the brokers taking one from each rack in turn,
