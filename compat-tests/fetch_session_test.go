@@ -98,6 +98,7 @@ func TestFetchSessionCutsRequestBytes(t *testing.T) {
 	n := c.nodes[0]
 	adm := newAdmin(t, c.seeds())
 	topic := newTopic(t, adm, partitions, 1, nil)
+	c.waitTopicEverywhere(topic, partitions, 1)
 	producer := newClient(t, c.seeds(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	all := spreadRecords(t, producer, topic, partitions, 2*partitions, "initial")
 
@@ -155,6 +156,7 @@ func TestFetchSessionSurvivesBrokerRestart(t *testing.T) {
 	n := c.nodes[0]
 	adm := newAdmin(t, c.seeds())
 	topic := newTopic(t, adm, 20, 1, nil)
+	c.waitTopicEverywhere(topic, 20, 1)
 	producer := newClient(t, c.seeds(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	all := spreadRecords(t, producer, topic, 20, 100, "before")
 	cons := newSessionConsumer(t, c.seeds(), topic)
@@ -211,6 +213,7 @@ func TestFetchSessionEvictionSurvived(t *testing.T) {
 	leader := c.nodes[0]
 	admin := newClient(t, c.seeds())
 	consumed := createAssigned(t, admin, 1)
+	c.waitTopicEverywhere(consumed, 1, 1)
 	producer := newClient(t, c.seeds(), kgo.DefaultProduceTopic(consumed))
 	ctx := ctxTimeout(t, time.Minute)
 	var all []string

@@ -65,7 +65,9 @@ func TestRackAwareFollowerFetching(t *testing.T) {
 		leaders[p] = st.leader
 	}
 
-	producer := newClient(t, c.seeds(), kgo.DefaultProduceTopic(topic))
+	// Round robin: every partition, those led outside rack b too, gets records
+	// (the default sticky partitioner puts small records in one partition).
+	producer := newClient(t, c.seeds(), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	prod := startSteadyProducer(t, ctx, producer, "rack", 50)
 	consumer := newSessionConsumer(t, c.seeds(), topic, kgo.Rack("b"))
 	consumer.await(prod.acknowledged(), time.Minute)
