@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/protocol"
 )
 
 // Racks (issue 17): rack-aware placement, racks in Metadata and
@@ -169,5 +171,64 @@ func TestFollowerLearnsHighWatermarkPromptly(t *testing.T) {
 	served := scrape(t, c.node(2))[fmt.Sprintf(`kbroker_consumer_fetch_bytes_total{replica="follower",topic=%q}`, topic)]
 	if served == 0 {
 		t.Fatal("the rack-b follower served no consumer bytes: the test measured the leader")
+	}
+	checkFollowerFetchErrors(t, c, topic)
+}
+
+// checkFollowerFetchErrors sends raw requests for partition 0 of topic
+// (led by broker 1, followed by broker 2) as Kafka answers them: a Fetch
+// below v11 to the follower gets NOT_LEADER_OR_FOLLOWER, a v11 one records;
+// the leader sends a v11 fetch with rack b to broker 2 without records;
+// ListOffsets stays on the leader. The requests go at the versions given
+// (kbroker's own protocol client; franz-go would raise them).
+func checkFollowerFetchErrors(t *testing.T, c *cluster, topic string) {
+	t.Helper()
+	ctx := ctxTimeout(t, 30*time.Second)
+	clients := map[int]*protocol.Client{}
+	for _, id := range []int{1, 2} {
+		clients[id] = protocol.NewClient(c.node(int32(id)).clientAddr, "compat-raw")
+		defer clients[id].Close()
+	}
+	fetch := func(broker int, version int16, rack string) kmsg.FetchResponseTopicPartition {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(version)
+		req.ReplicaID, req.MaxBytes, req.Rack = -1, 1<<20, rack
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := clients[broker].Request(ctx, req)
+		must(t, err, "fetch v%d from broker %d", version, broker)
+		fr := resp.(*kmsg.FetchResponse)
+		if len(fr.Topics) != 1 || len(fr.Topics[0].Partitions) != 1 {
+			t.Fatalf("fetch v%d from broker %d: %+v", version, broker, fr)
+		}
+		return fr.Topics[0].Partitions[0]
+	}
+	if p := fetch(2, 10, ""); p.ErrorCode != kerr.NotLeaderForPartition.Code {
+		t.Errorf("Fetch v10 from a follower: error %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(p.ErrorCode))
+	}
+	if p := fetch(2, 11, ""); p.ErrorCode != 0 || len(p.RecordBatches) == 0 {
+		t.Errorf("Fetch v11 from a follower: error %v, %d bytes, want records", kerr.ErrorForCode(p.ErrorCode), len(p.RecordBatches))
+	}
+	if p := fetch(1, 11, "b"); p.ErrorCode != 0 || p.PreferredReadReplica != 2 || len(p.RecordBatches) != 0 {
+		t.Errorf("Fetch v11 with rack b from the leader: error %v, preferred %d, %d bytes; want replica 2, no records",
+			kerr.ErrorForCode(p.ErrorCode), p.PreferredReadReplica, len(p.RecordBatches))
+	}
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.ReplicaID = -1
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = topic
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	resp, err := clients[2].Request(ctx, lo)
+	must(t, err, "list offsets from broker 2")
+	if code := resp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
+		t.Errorf("ListOffsets from a follower: error %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
 	}
 }
