@@ -25,8 +25,15 @@ func kbcli(t *testing.T, seeds []string, stdin string, args ...string) cliRun {
 	if len(seeds) > 0 {
 		args = append(args, "--brokers", strings.Join(seeds, ","))
 	}
+	return kbcliEnv(t, nil, stdin, args...)
+}
+
+// kbcliEnv runs the built kbroker with args, stdin and env (KBROKER_*)
+// and nothing of the test's own environment.
+func kbcliEnv(t *testing.T, env []string, stdin string, args ...string) cliRun {
+	t.Helper()
 	cmd := exec.Command(kbrokerBin, args...)
-	cmd.Env = []string{"HOME=" + t.TempDir()} // no profile, no KBROKER_* of the test's own
+	cmd.Env = append([]string{"HOME=" + t.TempDir()}, env...) // no default profile
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
