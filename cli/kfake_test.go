@@ -212,9 +212,9 @@ func TestCLISecurityAgainstKfake(t *testing.T) {
 
 	type acl struct {
 		Principal, Host, Operation, Permission, Error string
-		Type                                         string `json:"resource_type"`
-		Name                                         string `json:"resource_name"`
-		Pattern                                      string `json:"pattern_type"`
+		Type                                          string `json:"resource_type"`
+		Name                                          string `json:"resource_name"`
+		Pattern                                       string `json:"pattern_type"`
 	}
 	var acls []acl
 	admin(&acls, "", "acl", "create", "--allow-principal", "alice", "--operation", "write,describe", "--topic", "orders")
