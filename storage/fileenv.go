@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/kbroker/kbroker/internal/atomicfile"
 )
 
 // fileEnv is what segments and indexes of one log share for disk work: the
@@ -53,40 +55,13 @@ func (e *fileEnv) allocate(f *os.File, offset, length int64, extend bool) error 
 // syncDir fsyncs a directory so that creations, renames and deletions in it
 // are durable.
 func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return diskError("open dir for sync", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("storage: sync dir %s: %w", dir, err)
-	}
-	return nil
+	return diskError("sync dir", atomicfile.SyncDir(dir))
 }
 
-// writeFileAtomic replaces path with data: write path.tmp, fsync, rename,
-// fsync the directory. A crash leaves either the old or the new content
-// (and possibly a stray .tmp, which recovery deletes).
+// writeFileAtomic replaces path with data (atomicfile.WriteFile: write
+// path.tmp, fsync, rename, fsync the directory). A crash leaves either the
+// old or the new content (and possibly a stray .tmp, which recovery
+// deletes).
 func writeFileAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return diskError("create "+tmp, err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return diskError("write "+tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("storage: rename %s: %w", tmp, err)
-	}
-	return syncDir(filepath.Dir(path))
+	return diskError("replace "+filepath.Base(path), atomicfile.WriteFile(path, data, 0o644))
 }
