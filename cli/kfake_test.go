@@ -131,6 +131,14 @@ func TestCLIAgainstKfake(t *testing.T) {
 	if group.TotalLag != 3 {
 		t.Fatalf("group after seek to earliest: lag %d, want 3", group.TotalLag)
 	}
+	// Shell completion asks the cluster for topic and group names.
+	for _, c := range [][]string{{"topic", "describe"}, {"group", "describe"}} {
+		args := append(append(append([]string{"__complete"}, c...), sasl...), "") // the word being completed is last
+		res := kb(t, env, "", args...)
+		if want := map[string]string{"topic": "events\n", "group": "auditors\n"}[c[0]]; res.code != 0 || !strings.HasPrefix(res.stdout, want) {
+			t.Errorf("completion of %s %s: exit %d, %q", c[0], c[1], res.code, res.stdout)
+		}
+	}
 	var health struct{ Healthy bool }
 	run(&health, "", "cluster", "health")
 	if !health.Healthy {
