@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kbroker/kbroker/admin"
 )
 
 // result is one in-process run of an admin command.
@@ -192,45 +194,31 @@ func TestCLISecurityAgainstKfake(t *testing.T) {
 		return []string{"-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=SCRAM-SHA-256",
 			"-X", "sasl.username=" + user, "-X", "sasl.password=" + pass}
 	}
-	admin := func(v any, stdin string, args ...string) result {
+	asAdmin := func(v any, stdin string, args ...string) result {
 		t.Helper()
 		return ok(t, v, env, stdin, append(args, as("admin", "s3cret")...)...)
 	}
-	admin(nil, "", "topic", "create", "orders", "-p", "1", "-r", "1")
-	admin(nil, "", "topic", "create", "refunds", "-p", "1", "-r", "1")
+	asAdmin(nil, "", "topic", "create", "orders", "-p", "1", "-r", "1")
+	asAdmin(nil, "", "topic", "create", "refunds", "-p", "1", "-r", "1")
 
-	var created struct {
-		User, Mechanism, Error string
-	}
-	admin(&created, "alice-pass\n", "user", "create", "alice", "--password-stdin")
+	var created admin.UserResult
+	asAdmin(&created, "alice-pass\n", "user", "create", "alice", "--password-stdin")
 	if created.User != "alice" || created.Mechanism != "SCRAM-SHA-256" || created.Error != "" {
 		t.Fatalf("user create: %+v", created)
 	}
-	var users []struct {
-		User       string `json:"user"`
-		Mechanisms []struct {
-			Mechanism  string `json:"mechanism"`
-			Iterations int32  `json:"iterations"`
-		} `json:"mechanisms"`
-	}
-	admin(&users, "", "user", "list", "alice")
+	var users []admin.User
+	asAdmin(&users, "", "user", "list", "alice")
 	if len(users) != 1 || len(users[0].Mechanisms) != 1 || users[0].Mechanisms[0].Iterations != 4096 {
 		t.Fatalf("user list alice: %+v", users)
 	}
 
-	type acl struct {
-		Principal, Host, Operation, Permission, Error string
-		Type                                          string `json:"resource_type"`
-		Name                                          string `json:"resource_name"`
-		Pattern                                       string `json:"pattern_type"`
-	}
-	var acls []acl
-	admin(&acls, "", "acl", "create", "--allow-principal", "alice", "--operation", "write,describe", "--topic", "orders")
-	if len(acls) != 2 || acls[0].Principal != "User:alice" || acls[0].Host != "*" || acls[0].Pattern != "LITERAL" {
+	var acls []admin.ACL
+	asAdmin(&acls, "", "acl", "create", "--allow-principal", "alice", "--operation", "write,describe", "--topic", "orders")
+	if len(acls) != 2 || acls[0].Principal != "User:alice" || acls[0].Host != "*" || acls[0].PatternType != "LITERAL" {
 		t.Fatalf("acl create: %+v", acls)
 	}
-	admin(&acls, "", "acl", "list", "--principal", "alice")
-	if len(acls) != 2 || acls[0].Name != "orders" || acls[0].Type != "TOPIC" || acls[0].Permission != "ALLOW" {
+	asAdmin(&acls, "", "acl", "list", "--principal", "alice")
+	if len(acls) != 2 || acls[0].ResourceName != "orders" || acls[0].ResourceType != "TOPIC" || acls[0].Permission != "ALLOW" {
 		t.Fatalf("acl list --principal alice: %+v", acls)
 	}
 
@@ -244,18 +232,18 @@ func TestCLISecurityAgainstKfake(t *testing.T) {
 	}
 
 	var deleted struct {
-		DryRun bool  `json:"dry_run"`
-		ACLs   []acl `json:"acls"`
+		DryRun bool        `json:"dry_run"`
+		ACLs   []admin.ACL `json:"acls"`
 	}
-	admin(&deleted, "", "acl", "delete", "--principal", "alice", "--dry-run")
+	asAdmin(&deleted, "", "acl", "delete", "--principal", "alice", "--dry-run")
 	if !deleted.DryRun || len(deleted.ACLs) != 2 {
 		t.Fatalf("acl delete --dry-run: %+v", deleted)
 	}
-	admin(&acls, "", "acl", "list", "--topic", "orders")
+	asAdmin(&acls, "", "acl", "list", "--topic", "orders")
 	if len(acls) != 2 {
 		t.Fatalf("the dry run deleted ACLs: %+v left", acls)
 	}
-	admin(&deleted, "", "acl", "delete", "--principal", "alice", "--topic", "orders")
+	asAdmin(&deleted, "", "acl", "delete", "--principal", "alice", "--topic", "orders")
 	if deleted.DryRun || len(deleted.ACLs) != 2 {
 		t.Fatalf("acl delete: %+v", deleted)
 	}
@@ -264,7 +252,7 @@ func TestCLISecurityAgainstKfake(t *testing.T) {
 		t.Fatalf("alice produces to orders once her ACLs are gone: exit %d, %q", res.code, res.stderr)
 	}
 
-	admin(nil, "", "user", "delete", "alice")
+	asAdmin(nil, "", "user", "delete", "alice")
 	// kfake closes the connection of a failed authentication (Kafka
 	// answers SASL_AUTHENTICATION_FAILED first: the compat test checks it).
 	if res := kb(t, env, "", append([]string{"topic", "list"}, alice...)...); res.code != ExitFailure ||

@@ -2,7 +2,6 @@ package compat
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -33,17 +32,8 @@ func TestConsoleLoginHonoursACLs(t *testing.T) {
 	ui := fmt.Sprintf("http://127.0.0.1:%d/ui", port)
 	get := func(path, user, pass string) (int, string, string) {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, ui+path, nil)
-		if user != "" {
-			req.SetBasicAuth(user, pass)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), string(b)
+		status, h, body := testsupport.Get(t, ui+path, user, pass)
+		return status, h.Get("WWW-Authenticate"), body
 	}
 	for _, who := range [][2]string{{"", ""}, {"alice", "not-it"}, {"admin", "not-it"}} {
 		status, challenge, _ := get("/topics", who[0], who[1])

@@ -97,25 +97,8 @@ func TestKcatSecurity(t *testing.T) {
 // kcatFails runs kcat, which must fail within 30 s with want on stderr.
 func kcatFails(t *testing.T, kcat string, stdin *bytes.Reader, want string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(kcat, args...)
-	if stdin != nil {
-		cmd.Stdin = stdin
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	done := make(chan error, 1)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err == nil || !strings.Contains(stderr.String(), want) {
-			t.Fatalf("kcat %v: %v, want a failure with %q\n%s", args, err, want, stderr.String())
-		}
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("kcat %v hung:\n%s", args, stderr.String())
+	_, stderr, err := execKcat(t, kcat, stdin, 30*time.Second, args...)
+	if err == nil || !strings.Contains(stderr, want) {
+		t.Fatalf("kcat %v: %v, want a failure with %q\n%s", args, err, want, stderr)
 	}
 }

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,25 +17,6 @@ import (
 	"github.com/kbroker/kbroker/admin"
 	"github.com/kbroker/kbroker/internal/testsupport"
 )
-
-// getAs fetches url with HTTP Basic credentials (none when user is "").
-func getAs(t *testing.T, url, user, pass string) (int, http.Header, string) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if user != "" {
-		req.SetBasicAuth(user, pass)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header, string(b)
-}
 
 // With Login, the console authenticates each viewer through the broker
 // (SASL) and reads as that viewer, so the cluster's ACLs decide what each
@@ -80,7 +60,7 @@ func TestLoginReadsAsTheViewer(t *testing.T) {
 	t.Cleanup(func() { srv.Close(); closeFn() })
 
 	for _, who := range [][2]string{{"", ""}, {"alice", "wrong"}, {"nobody", "x"}} {
-		status, h, _ := getAs(t, srv.URL+"/ui/topics", who[0], who[1])
+		status, h, _ := testsupport.Get(t, srv.URL+"/ui/topics", who[0], who[1])
 		if status != http.StatusUnauthorized || !strings.HasPrefix(h.Get("WWW-Authenticate"), `Basic realm="kbroker console"`) {
 			t.Errorf("user %q: status %d, challenge %q; want 401 with a Basic challenge", who[0], status, h.Get("WWW-Authenticate"))
 		}
@@ -99,7 +79,7 @@ func TestLoginReadsAsTheViewer(t *testing.T) {
 		{"alice", "alice-pass", "/ui/topics/secret", 403, []string{"TOPIC_AUTHORIZATION_FAILED"}, []string{`data-partition="0"`}},
 		{"alice", "alice-pass", "/ui/groups/billing", 403, []string{"GROUP_AUTHORIZATION_FAILED"}, []string{"secret/0"}},
 	} {
-		status, _, body := getAs(t, srv.URL+c.path, c.user, c.pass)
+		status, _, body := testsupport.Get(t, srv.URL+c.path, c.user, c.pass)
 		if status != c.status {
 			t.Errorf("%s GET %s: status %d, want %d\n%s", c.user, c.path, status, c.status, body)
 		}
@@ -119,7 +99,7 @@ func TestLoginReadsAsTheViewer(t *testing.T) {
 	// alice's lag endpoint has nothing for a group she cannot see.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, _, body := getAs(t, srv.URL+"/ui/api/groups/billing/lag", "admin", "admin-pass")
+		_, _, body := testsupport.Get(t, srv.URL+"/ui/api/groups/billing/lag", "admin", "admin-pass")
 		if strings.Contains(body, `"secret/0":[`) {
 			break
 		}
@@ -128,7 +108,7 @@ func TestLoginReadsAsTheViewer(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // the sampler's period
 	}
-	if _, _, body := getAs(t, srv.URL+"/ui/api/groups/billing/lag", "alice", "alice-pass"); strings.Contains(body, "secret") {
+	if _, _, body := testsupport.Get(t, srv.URL+"/ui/api/groups/billing/lag", "alice", "alice-pass"); strings.Contains(body, "secret") {
 		t.Errorf("alice sees billing's lag sampled for admin: %s", body)
 	}
 }
