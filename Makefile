@@ -41,10 +41,14 @@ vet:
 	$(GO) vet -tags recordcount ./broker/
 
 # The second line is the produce path's parse-once check, which needs the
-# record package's parse counter (build tag recordcount).
+# record package's parse counter (build tag recordcount). The third runs
+# the replication simulator's 5,000 random schedules without the race
+# detector (each schedule is single-goroutine; under -race the first line
+# runs 500 of them, so the seed runner is still checked).
 unit: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 9m $(PKGS)
 	$(GO) test -race -tags recordcount -run '^TestProduceParsesBatchOnce$$' ./broker/
+	$(GO) test -count=1 -v -run '^TestSimulatorRandomSchedules$$' ./replication/
 
 # Compat tests only, against a live cluster: make compat KBROKER_SEEDS=host:port,...
 compat: build

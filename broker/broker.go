@@ -76,11 +76,12 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := storage.PrepareLogDirs(b.cfg.LogDirs); err != nil {
 		return fmt.Errorf("log.dirs: %w", err)
 	}
-	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
-		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
-	}
 	if err := b.startSecurity(ctx); err != nil {
 		return err
+	}
+	// After the security: the console reads through a listener as built.
+	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
+		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
 	}
 	if !b.cfg.HasRole(config.RoleBroker) {
 		return b.startControllerOnly(ctx)
