@@ -54,7 +54,7 @@ func TestPlanAlterSetsAndRemoves(t *testing.T) {
 	}
 	next := Apply(cur, plan.Changes)
 	want := Quotas{
-		{User: Named("alice")}:                       {ConsumerByteRate: 5, ProducerByteRate: 1024},
+		{User: Named("alice")}:                        {ConsumerByteRate: 5, ProducerByteRate: 1024},
 		{User: DefaultName(), ClientID: Named("app")}: {ControllerMutationRate: 2.5},
 	}
 	if len(next) != len(want) {
