@@ -1,9 +1,6 @@
 package quota
 
-import (
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
-)
+import "github.com/twmb/franz-go/pkg/kmsg"
 
 // Change sets (Value non-nil) or removes one quota of one entity: what a
 // ClientQuota record carries.
@@ -124,29 +121,6 @@ func planEntity(comps []Component, ops []op, cur Quotas) ([]Change, *Error) {
 		}
 	}
 	return changes, nil
-}
-
-// AlterErrorResponse answers every entry of req with code: a request the
-// caller may not make (CLUSTER_AUTHORIZATION_FAILED), as
-// AlterClientQuotasRequest.getErrorResponse does.
-func AlterErrorResponse(req *kmsg.AlterClientQuotasRequest, code int16) *kmsg.AlterClientQuotasResponse {
-	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
-	seen := map[Entity]bool{}
-	for _, entry := range req.Entries {
-		entity := rawEntity(entryComponents(entry))
-		if seen[entity] {
-			continue
-		}
-		seen[entity] = true
-		re := kmsg.NewAlterClientQuotasResponseEntry()
-		re.Entity = alterEntity(entity)
-		re.ErrorCode = code
-		if err := kerr.ErrorForCode(code); err != nil {
-			re.ErrorMessage = kmsg.StringPtr(err.(*kerr.Error).Description)
-		}
-		resp.Entries = append(resp.Entries, re)
-	}
-	return resp
 }
 
 // Apply returns cur with changes applied, cur unchanged (copy on write:

@@ -138,16 +138,3 @@ func TestPlanAlterDuplicateEntity(t *testing.T) {
 	}
 }
 
-func TestAlterErrorResponse(t *testing.T) {
-	req := kmsg.NewPtrAlterClientQuotasRequest()
-	req.Entries = append(req.Entries, alterEntry(nil, user("a")), alterEntry(nil, Component{Type: TypeClientID}))
-	resp := AlterErrorResponse(req, kerr.ClusterAuthorizationFailed.Code)
-	if len(resp.Entries) != 2 || resp.Entries[1].Entity[0].Name != nil {
-		t.Fatalf("entries %+v", resp.Entries)
-	}
-	for _, e := range resp.Entries {
-		if e.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
-			t.Fatalf("code %d", e.ErrorCode)
-		}
-	}
-}
