@@ -137,4 +137,3 @@ func TestPlanAlterDuplicateEntity(t *testing.T) {
 		t.Fatalf("changes %+v", plan.Changes)
 	}
 }
-
