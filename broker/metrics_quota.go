@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kbroker/kbroker/quota"
+	"github.com/kbroker/kbroker/replication"
 )
 
 // quotaCollector exposes, per quota sensor (a user and/or client id, as
@@ -17,6 +18,7 @@ import (
 type quotaCollector struct {
 	b                             *Broker
 	rate, throttle, bound, tokens *prometheus.Desc
+	replRate, replBound           *prometheus.Desc
 }
 
 func newQuotaCollector(b *Broker) *quotaCollector {
@@ -31,11 +33,15 @@ func newQuotaCollector(b *Broker) *quotaCollector {
 			"The quota that applies to the sensor (same unit as kbroker_quota_rate); absent when unlimited.", labels, nil),
 		tokens: prometheus.NewDesc("kbroker_quota_mutation_tokens",
 			"Partitions the sensor may still create or delete at once (KIP-599 token bucket; on the active controller).", labels[1:], nil),
+		replRate: prometheus.NewDesc("kbroker_replication_throttled_rate",
+			"Bytes/s of throttled replication traffic (leader: sent to followers, follower: fetched), by side.", []string{"side"}, nil),
+		replBound: prometheus.NewDesc("kbroker_replication_throttled_rate_limit",
+			"leader.replication.throttled.rate / follower.replication.throttled.rate in force; absent when unlimited.", []string{"side"}, nil),
 	}
 }
 
 func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.rate, c.throttle, c.bound, c.tokens} {
+	for _, d := range []*prometheus.Desc{c.rate, c.throttle, c.bound, c.tokens, c.replRate, c.replBound} {
 		ch <- d
 	}
 }
@@ -54,6 +60,11 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 		}
+	}
+	for side, q := range map[string]*replication.ReplicaQuota{"leader": c.b.throttles.leader, "follower": c.b.throttles.follower} {
+		rate, bound := q.Stats()
+		gauge(c.replRate, rate, side)
+		gauge(c.replBound, bound, side)
 	}
 	for _, m := range managers {
 		for _, s := range m.Stats() {

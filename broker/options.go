@@ -49,6 +49,7 @@ func (b *Broker) replicaOptions() replication.ManagerOptions {
 			LeaderAddr:        b.interBrokerAddr,
 			BrokerEpoch:       func() int64 { return b.ctrl.BrokerEpoch() },
 			Security:          b.sec.interBroker,
+			Throttle:          b.throttles.follower,
 		},
 		Now:    b.now,
 		Logger: b.logger.With("component", "replication"),

@@ -97,22 +97,31 @@ func isMutation(key int16) bool {
 func (b *Broker) withQuotas(ctx context.Context, req *protocol.Request, handle handlerFunc) protocol.Response {
 	q := b.quotas
 	mutation := isMutation(req.Key)
+	fetch, consumer := req.Body.(*kmsg.FetchRequest)
+	replicaFetch := false
+	if consumer {
+		replicaID, _ := replication.FetchReplica(fetch)
+		consumer, replicaFetch = replicaID < 0, replicaID >= 0
+	}
+	if replicaFetch && b.throttles.leaderActive() {
+		// Exempt from client quotas; the leader replication throttle
+		// measures it.
+		return whenReady(handle(ctx, req), func(body kmsg.Response) kmsg.Response {
+			b.recordLeaderThrottled(body)
+			return body
+		})
+	}
 	if !mutation && !q.produce.Enabled() && !q.fetch.Enabled() && !q.request.Enabled() {
 		return handle(ctx, req)
 	}
 	id := identityOf(req)
-	fetch, consumer := req.Body.(*kmsg.FetchRequest)
 	if consumer {
-		replicaID, _ := replication.FetchReplica(fetch)
-		consumer = replicaID < 0
-		if consumer {
-			capFetch(fetch, q.fetch.MaxValueInQuotaWindow(id.user, id.client))
-		}
+		capFetch(fetch, q.fetch.MaxValueInQuotaWindow(id.user, id.client))
 	}
 	start := time.Now()
 	resp := handle(ctx, req)
 	requestMs := 0
-	if b.requestQuotaApplies(req, fetch != nil && !consumer) {
+	if b.requestQuotaApplies(req, replicaFetch) {
 		pct := float64(time.Since(start).Nanoseconds()) * nanosToPercent
 		requestMs = q.request.RecordAndGetThrottleTime(id.user, id.client, pct)
 	}
