@@ -190,19 +190,20 @@ func whenReady(resp protocol.Response, apply func(kmsg.Response) kmsg.Response) 
 	return resp
 }
 
-// produce records the request's bytes against producer_byte_rate when the
-// answer is ready (or at once for acks=0, which has none).
+// produce records the request's bytes against producer_byte_rate as soon
+// as it is handled (appended), and mutes the connection then: Kafka reads
+// one request of a connection at a time, so its throttle mutes the
+// connection before the next request is read; here, waiting for acks=all
+// to record would let the reader take in and append the requests a
+// client pipelines meanwhile. The answer carries the throttle when it is
+// ready (acks=0 has none).
 func (t throttler) produce(resp protocol.Response) protocol.Response {
-	record := func() int {
-		return t.b.quotas.produce.RecordAndGetThrottleTime(t.id.user, t.id.client, float64(t.req.Size-4))
-	}
-	if resp.NoReply {
-		t.finish(nil, record(), quota.Produce)
+	bandwidthMs := t.b.quotas.produce.RecordAndGetThrottleTime(t.id.user, t.id.client, float64(t.req.Size-4))
+	ms := t.throttle(bandwidthMs, quota.Produce)
+	if resp.NoReply || ms == 0 {
 		return resp
 	}
-	return whenReady(resp, func(body kmsg.Response) kmsg.Response {
-		return t.finish(body, record(), quota.Produce)
-	})
+	return whenReady(resp, func(body kmsg.Response) kmsg.Response { return setThrottle(body, ms) })
 }
 
 // fetch records a consumer's answer against consumer_byte_rate; a
@@ -247,11 +248,32 @@ func (t throttler) other(resp protocol.Response) protocol.Response {
 	})
 }
 
-// finish sets the longest of the throttles in body (nil: no answer),
-// mutes the connection for it and records it against the quota that
-// caused it: kind's when its throttle is longer than the request quota's.
+// finish sets the longest of the throttles in body and applies it
+// (throttle).
 func (t throttler) finish(body kmsg.Response, kindMs int, kind quota.Kind) kmsg.Response {
+	return setThrottle(body, t.throttle(kindMs, kind))
+}
+
+// throttle mutes the connection for the longest of the throttles and
+// records it against the quota that caused it: kind's when its throttle
+// is longer than the request quota's. It returns the throttle, in ms.
+func (t throttler) throttle(kindMs int, kind quota.Kind) int {
 	ms := max(kindMs, t.requestMs)
+	if ms <= 0 {
+		return 0
+	}
+	t.req.Conn.Throttle(time.Duration(ms) * time.Millisecond)
+	m := t.b.quotas.request
+	if kindMs > t.requestMs {
+		m = t.b.quotaManager(kind)
+	}
+	m.Throttle(t.id.user, t.id.client, ms)
+	return ms
+}
+
+// setThrottle raises body's throttle_time_ms to ms (body may be nil: no
+// answer, or have no such field).
+func setThrottle(body kmsg.Response, ms int) kmsg.Response {
 	if ms <= 0 {
 		return body
 	}
@@ -260,12 +282,6 @@ func (t throttler) finish(body kmsg.Response, kindMs int, kind quota.Kind) kmsg.
 			st.SetThrottle(int32(ms))
 		}
 	}
-	t.req.Conn.Throttle(time.Duration(ms) * time.Millisecond)
-	m := t.b.quotas.request
-	if kindMs > t.requestMs {
-		m = t.b.quotaManager(kind)
-	}
-	m.Throttle(t.id.user, t.id.client, ms)
 	return body
 }
 
