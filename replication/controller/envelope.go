@@ -72,19 +72,12 @@ func unwrapEnvelopeResponse(req kmsg.Request, resp *kmsg.EnvelopeResponse) (kmsg
 // error code (Kafka's ControllerApis.handleEnvelopeRequest).
 func (n *Node) handleEnvelope(ctx context.Context, env *kmsg.EnvelopeRequest) *kmsg.EnvelopeResponse {
 	resp := env.ResponseKind().(*kmsg.EnvelopeResponse)
-	inner, err := protocol.ParseRequest(env.RequestData)
-	if err != nil || inner.Key == (&kmsg.EnvelopeRequest{}).Key() {
-		n.log.Warn("refused an envelope: its request does not decode", "err", err)
-		resp.ErrorCode = kerr.InvalidRequest.Code
+	inner, caller, err := parseEnvelope(env)
+	if err != nil {
+		n.log.Warn("refused an envelope", "err", err)
+		resp.ErrorCode = errorCodeOf(err)
 		return resp
 	}
-	pd := kmsg.NewDefaultPrincipalData()
-	if err := pd.ReadFrom(env.RequestPrincipal); err != nil || pd.Type == "" {
-		n.log.Warn("refused an envelope: its principal does not decode", "err", err)
-		resp.ErrorCode = kerr.PrincipalDeserializationFailure.Code
-		return resp
-	}
-	caller := Caller{Principal: principal.Principal{Type: pd.Type, Name: pd.Name}, ClientID: inner.ClientIDString()}
 	out, err := n.Handle(WithCaller(ctx, caller), inner.Body)
 	if err != nil {
 		n.log.Warn("refused an enveloped request", "api", kmsg.NameForKey(inner.Key), "err", err)
@@ -94,6 +87,33 @@ func (n *Node) handleEnvelope(ctx context.Context, env *kmsg.EnvelopeRequest) *k
 	out.SetVersion(inner.Version)
 	resp.ResponseData = appendResponseFrame(nil, inner.CorrelationID, out)
 	return resp
+}
+
+// parseEnvelope decodes an envelope's request and principal: a request
+// that does not decode (or is itself an envelope) is INVALID_REQUEST, a
+// principal that does not PRINCIPAL_DESERIALIZATION_FAILURE.
+func parseEnvelope(env *kmsg.EnvelopeRequest) (*protocol.Request, Caller, error) {
+	inner, err := protocol.ParseRequest(env.RequestData)
+	if err != nil {
+		return nil, Caller{}, fmt.Errorf("%w: its request does not decode: %v", kerr.InvalidRequest, err)
+	}
+	if inner.Key == (&kmsg.EnvelopeRequest{}).Key() {
+		return nil, Caller{}, fmt.Errorf("%w: an envelope in an envelope", kerr.InvalidRequest)
+	}
+	pd := kmsg.NewDefaultPrincipalData()
+	if err := pd.ReadFrom(env.RequestPrincipal); err != nil || pd.Type == "" {
+		return nil, Caller{}, fmt.Errorf("%w: its principal does not decode: %v", kerr.PrincipalDeserializationFailure, err)
+	}
+	return inner, Caller{Principal: principal.Principal{Type: pd.Type, Name: pd.Name}, ClientID: inner.ClientIDString()}, nil
+}
+
+// errorCodeOf is the Kafka code a parseEnvelope error wraps.
+func errorCodeOf(err error) int16 {
+	var ke *kerr.Error
+	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	return kerr.InvalidRequest.Code
 }
 
 // appendResponseFrame is a response with its header and without the size
