@@ -19,6 +19,7 @@ type quotaCollector struct {
 	b                             *Broker
 	rate, throttle, bound, tokens *prometheus.Desc
 	replRate, replBound           *prometheus.Desc
+	connRate, connBound           *prometheus.Desc
 }
 
 func newQuotaCollector(b *Broker) *quotaCollector {
@@ -35,13 +36,17 @@ func newQuotaCollector(b *Broker) *quotaCollector {
 			"Partitions the sensor may still create or delete at once (KIP-599 token bucket; on the active controller).", labels[1:], nil),
 		replRate: prometheus.NewDesc("kbroker_replication_throttled_rate",
 			"Bytes/s of throttled replication traffic (leader: sent to followers, follower: fetched), by side.", []string{"side"}, nil),
+		connRate: prometheus.NewDesc("kbroker_quota_connection_creation_rate",
+			"New connections per second from a client address with a connection_creation_rate quota.", []string{"ip"}, nil),
+		connBound: prometheus.NewDesc("kbroker_quota_connection_creation_rate_limit",
+			"The connection_creation_rate that applies to the address.", []string{"ip"}, nil),
 		replBound: prometheus.NewDesc("kbroker_replication_throttled_rate_limit",
 			"leader.replication.throttled.rate / follower.replication.throttled.rate in force; absent when unlimited.", []string{"side"}, nil),
 	}
 }
 
 func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.rate, c.throttle, c.bound, c.tokens, c.replRate, c.replBound} {
+	for _, d := range []*prometheus.Desc{c.rate, c.throttle, c.bound, c.tokens, c.replRate, c.replBound, c.connRate, c.connBound} {
 		ch <- d
 	}
 }
@@ -60,6 +65,10 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 		if !math.IsNaN(v) && !math.IsInf(v, 0) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 		}
+	}
+	for _, s := range c.b.quotas.conns.Stats() {
+		gauge(c.connRate, s.Rate, s.IP)
+		gauge(c.connBound, s.Quota, s.IP)
 	}
 	for side, q := range map[string]*replication.ReplicaQuota{"leader": c.b.throttles.leader, "follower": c.b.throttles.follower} {
 		rate, bound := q.Stats()

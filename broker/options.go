@@ -99,6 +99,9 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 		Observe:         b.metrics.observe,
 		Listeners:       b.sec.serverListeners(),
 		OnAuthFailure:   b.metrics.onAuthFailure,
+		// connection_creation_rate (KIP-612): client listeners only; the
+		// controller port is the Node's own server.
+		ThrottleConnection: b.quotas.throttleConnection,
 	}
 }
 

@@ -26,6 +26,7 @@ package broker
 import (
 	"context"
 	"math"
+	"net"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -41,6 +42,9 @@ import (
 // clientQuotas are this broker's client quota managers.
 type clientQuotas struct {
 	produce, fetch, request *quota.Manager
+	// conns is connection_creation_rate per client address (KIP-612),
+	// asked by the protocol server about each new connection.
+	conns *quota.ConnectionManager
 }
 
 func newClientQuotas(cfg *config.Config, now func() time.Time) *clientQuotas {
@@ -49,6 +53,7 @@ func newClientQuotas(cfg *config.Config, now func() time.Time) *clientQuotas {
 		produce: quota.NewManager(quota.Produce, w, now),
 		fetch:   quota.NewManager(quota.Fetch, w, now),
 		request: quota.NewManager(quota.Request, w, now),
+		conns:   quota.NewConnectionManager(w, now),
 	}
 }
 
@@ -61,6 +66,16 @@ func (q *clientQuotas) setQuotas(qs quota.Quotas) {
 	for _, m := range q.managers() {
 		m.SetQuotas(qs)
 	}
+	q.conns.SetQuotas(qs)
+}
+
+// throttleConnection is protocol.ServerOptions.ThrottleConnection: the
+// time to hold a new connection from addr unserved, 0 to serve it.
+func (q *clientQuotas) throttleConnection(addr net.Addr) time.Duration {
+	if tcp, ok := addr.(*net.TCPAddr); ok {
+		return q.conns.Record(tcp.IP)
+	}
+	return 0
 }
 
 // applyQuotas hands a new image's client quotas to the managers: this

@@ -251,3 +251,44 @@ func TestQuotaMetrics(t *testing.T) {
 		t.Fatalf("limit %v %v", bound, ok)
 	}
 }
+
+// connection_creation_rate of an IP entity (KIP-612): past it, a new
+// connection from the address is held unserved and closed.
+func TestConnectionRateQuota(t *testing.T) {
+	br := startTestBroker(t)
+	setQuota(t, br, quota.ConnectionCreationRate, 1, quota.Component{Type: quota.TypeIP, Name: kmsg.StringPtr("127.0.0.1")})
+	addr := br.cfg.Listeners[0].Address()
+	served := func() bool {
+		nc, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(5 * time.Second))
+		req := kmsg.NewPtrApiVersionsRequest()
+		if _, err := nc.Write(appendSizedFrame(encodeFrame(req))); err != nil {
+			return false
+		}
+		var size [4]byte
+		_, err = nc.Read(size[:])
+		return err == nil
+	}
+	// 1 connection/s measured over 10 s: ten are served, the next is not.
+	for i := range 10 {
+		if !served() {
+			t.Fatalf("connection %d not served", i+1)
+		}
+	}
+	if served() {
+		t.Fatal("the 11th connection within a second was served")
+	}
+	if st := br.quotas.conns.Stats(); len(st) != 1 || st[0].IP != "127.0.0.1" || st[0].Quota != 1 {
+		t.Fatalf("connection quota stats %+v", st)
+	}
+}
+
+func appendSizedFrame(frame []byte) []byte {
+	out := make([]byte, 4, 4+len(frame))
+	out[0], out[1], out[2], out[3] = byte(len(frame)>>24), byte(len(frame)>>16), byte(len(frame)>>8), byte(len(frame))
+	return append(out, frame...)
+}

@@ -81,3 +81,32 @@ func TestMutedConnectionCloses(t *testing.T) {
 		t.Fatal("server close waited for a muted connection")
 	}
 }
+
+// A connection over its address's connection rate quota is held unserved
+// for the throttle time, then closed (KIP-612).
+func TestThrottledConnectionIsClosedUnserved(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &muteHandler{}
+	const hold = 300 * time.Millisecond
+	s := NewServer(h, ServerOptions{ThrottleConnection: func(net.Addr) time.Duration { return hold }})
+	go s.Serve(l, "PLAINTEXT")
+	t.Cleanup(func() { s.Close() })
+	c := dialRaw(t, l.Addr().String())
+	start := time.Now()
+	c.send(1, throttledProduce(0))
+	if _, _, err := c.recv(); err == nil {
+		t.Fatal("a throttled connection was served")
+	}
+	if held := time.Since(start); held < hold*9/10 {
+		t.Fatalf("closed after %v, before the %v throttle", held, hold)
+	}
+	if h.handled.Load() != 0 {
+		t.Fatal("a request of a throttled connection was handled")
+	}
+	if n := s.NumConns(); n != 0 {
+		t.Fatalf("%d connections counted after the close", n)
+	}
+}
