@@ -324,13 +324,8 @@ func (b *Broker) quotaManager(kind quota.Kind) *quota.Manager {
 // fetchResponseSize is a fetch answer's encoded size with its response
 // header, counted without copying its records.
 func fetchResponseSize(body kmsg.Response) int {
-	var r *kmsg.FetchResponse
-	switch v := body.(type) {
-	case vectorFetch:
-		r = v.FetchResponse
-	case *kmsg.FetchResponse:
-		r = v
-	default:
+	r := fetchResponseOf(body)
+	if r == nil {
 		return len(body.AppendTo(nil))
 	}
 	n := 4 // correlation id
@@ -347,11 +342,20 @@ func fetchResponseSize(body kmsg.Response) int {
 // session (if any) kept.
 func throttledFetch(r *kmsg.FetchRequest, body kmsg.Response) kmsg.Response {
 	out := r.ResponseKind().(*kmsg.FetchResponse)
-	switch v := body.(type) {
-	case vectorFetch:
-		out.SessionID = v.SessionID
-	case *kmsg.FetchResponse:
-		out.SessionID = v.SessionID
+	if real := fetchResponseOf(body); real != nil {
+		out.SessionID = real.SessionID
 	}
 	return out
+}
+
+// fetchResponseOf is the FetchResponse a fetch answer is (plain or
+// written with writev), nil for another answer.
+func fetchResponseOf(body kmsg.Response) *kmsg.FetchResponse {
+	switch v := body.(type) {
+	case vectorFetch:
+		return v.FetchResponse
+	case *kmsg.FetchResponse:
+		return v
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package broker
 
 import (
-	"context"
 	"net"
 	"testing"
 	"time"
@@ -16,27 +15,9 @@ import (
 	"github.com/kbroker/kbroker/security/principal"
 )
 
-// runOn is runRequest on the given connection (client id "fuzz").
-func runOn(tb testing.TB, br *Broker, conn *protocol.ConnInfo, req kmsg.Request) kmsg.Response {
-	tb.Helper()
-	parsed, err := protocol.ParseRequest(encodeFrame(req))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	parsed.Conn = conn
-	resp := br.dispatch.Handle(context.Background(), parsed)
-	body := resp.Body
-	if resp.Later != nil {
-		body = resp.Later(context.Background())
-	}
-	if resp.Done != nil {
-		defer resp.Done()
-	}
-	return body
-}
-
+// newConn is an authenticated connection of p from 127.0.0.1.
 func newConn(p principal.Principal) *protocol.ConnInfo {
-	return protocol.ConnInfoFor(9, "PLAINTEXT", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5000}, p)
+	return protocol.ConnInfoFor(7, "PLAINTEXT", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5000}, p)
 }
 
 // setQuota sets one quota through AlterClientQuotas and checks the answer.
@@ -210,25 +191,7 @@ func TestRequestQuotaThrottles(t *testing.T) {
 // quotaGauge reads a kbroker_quota_* gauge of one sensor.
 func quotaGauge(t *testing.T, br *Broker, name, kind, user, client string) (float64, bool) {
 	t.Helper()
-	families, err := br.metrics.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["quota"] == kind && labels["user"] == user && labels["client_id"] == client {
-				return m.GetGauge().GetValue(), true
-			}
-		}
-	}
-	return 0, false
+	return gaugeWith(t, br, name, map[string]string{"quota": kind, "user": user, "client_id": client})
 }
 
 // The quota metrics per entity: rate, throttle time and bound.

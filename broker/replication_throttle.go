@@ -67,13 +67,8 @@ func (b *Broker) leaderThrottled(part *replication.Partition, topic string, repl
 // follower's fetch answer to the leader rate, in sync or not
 // (KafkaApis.sizeOfThrottledPartitions).
 func (b *Broker) recordLeaderThrottled(body kmsg.Response) {
-	var r *kmsg.FetchResponse
-	switch v := body.(type) {
-	case vectorFetch:
-		r = v.FetchResponse
-	case *kmsg.FetchResponse:
-		r = v
-	default:
+	r := fetchResponseOf(body)
+	if r == nil {
 		return
 	}
 	q, view := b.throttles.leader, b.view()

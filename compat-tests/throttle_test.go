@@ -75,21 +75,19 @@ func moveBackUnthrottled(t *testing.T, c *cluster, topic string, remove func(adm
 	return time.Since(start)
 }
 
-func deleteBrokerConfig(t *testing.T, adm *kadm.Client, broker int32, key string) {
-	t.Helper()
-	res, err := adm.AlterBrokerConfigs(ctxTimeout(t, 30*time.Second), []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: key}}, broker)
-	must(t, err, "AlterBrokerConfigs delete %s", key)
-	for _, r := range res {
-		must(t, r.Err, "AlterBrokerConfigs delete %s on %d: %s", key, broker, r.ErrMessage)
-	}
-}
-
 func alterBroker(t *testing.T, adm *kadm.Client, broker int32, key, value string) {
 	t.Helper()
-	res, err := adm.AlterBrokerConfigs(ctxTimeout(t, 30*time.Second), []kadm.AlterConfig{{Name: key, Value: &value}}, broker)
-	must(t, err, "AlterBrokerConfigs %s", key)
+	alterBrokerConfig(t, adm, broker, kadm.AlterConfig{Name: key, Value: &value})
+}
+
+// alterBrokerConfig makes one IncrementalAlterConfigs change of a
+// broker's dynamic configs and checks the answer.
+func alterBrokerConfig(t *testing.T, adm *kadm.Client, broker int32, c kadm.AlterConfig) {
+	t.Helper()
+	res, err := adm.AlterBrokerConfigs(ctxTimeout(t, 30*time.Second), []kadm.AlterConfig{c}, broker)
+	must(t, err, "AlterBrokerConfigs %s", c.Name)
 	for _, r := range res {
-		must(t, r.Err, "AlterBrokerConfigs %s on %d: %s", key, broker, r.ErrMessage)
+		must(t, r.Err, "AlterBrokerConfigs %s on %d: %s", c.Name, broker, r.ErrMessage)
 	}
 }
 
@@ -119,7 +117,7 @@ func TestReassignmentFollowerThrottle(t *testing.T) {
 		t.Errorf("the throttled move of %d MiB took %v, want about %v at %d MiB/s", size/mib, took, want, rate/mib)
 	}
 	back := moveBackUnthrottled(t, c, topic, func(adm *kadm.Client) {
-		deleteBrokerConfig(t, adm, 4, "follower.replication.throttled.rate")
+		alterBrokerConfig(t, adm, 4, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: "follower.replication.throttled.rate"})
 		alterTopic(t, adm, topic, "follower.replication.throttled.replicas", "")
 	})
 	if back > want/3 {

@@ -171,33 +171,34 @@ func rawEntity(comps []Component) Entity {
 
 // describeEntity is the entity in a DescribeClientQuotas answer.
 func describeEntity(e Entity) []kmsg.DescribeClientQuotasResponseEntryEntity {
-	var out []kmsg.DescribeClientQuotasResponseEntryEntity
-	for _, c := range e.components() {
+	return wireEntity(e, func(typ string, name *string) kmsg.DescribeClientQuotasResponseEntryEntity {
 		de := kmsg.NewDescribeClientQuotasResponseEntryEntity()
-		de.Type, de.Name = c.typ, c.name.ptr()
-		out = append(out, de)
-	}
-	return out
+		de.Type, de.Name = typ, name
+		return de
+	})
 }
 
 // alterEntity is the entity in an AlterClientQuotas answer.
 func alterEntity(e Entity) []kmsg.AlterClientQuotasResponseEntryEntity {
-	var out []kmsg.AlterClientQuotasResponseEntryEntity
-	for _, c := range e.components() {
+	return wireEntity(e, func(typ string, name *string) kmsg.AlterClientQuotasResponseEntryEntity {
 		ae := kmsg.NewAlterClientQuotasResponseEntryEntity()
-		ae.Type, ae.Name = c.typ, c.name.ptr()
-		out = append(out, ae)
+		ae.Type, ae.Name = typ, name
+		return ae
+	})
+}
+
+// wireEntity lists e's components as build makes them.
+func wireEntity[T any](e Entity, build func(typ string, name *string) T) []T {
+	var out []T
+	for _, c := range e.components() {
+		out = append(out, build(c.typ, c.name.ptr()))
 	}
 	return out
 }
 
 // Components is the entity as wire components, for records.
 func (e Entity) Components() []Component {
-	var out []Component
-	for _, c := range e.components() {
-		out = append(out, Component{Type: c.typ, Name: c.name.ptr()})
-	}
-	return out
+	return wireEntity(e, func(typ string, name *string) Component { return Component{Type: typ, Name: name} })
 }
 
 // EntityFromComponents rebuilds a stored entity (a ClientQuota record's).

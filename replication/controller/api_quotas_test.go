@@ -1,9 +1,7 @@
 package controller
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"reflect"
 	"testing"
 	"time"
@@ -77,15 +75,7 @@ func TestClientQuotaRecordsValidatedAndSnapshotted(t *testing.T) {
 		&clientQuotaRecord{Entity: []quotaEntityData{{Type: quota.TypeIP, Name: ptr("10.0.0.1")}}, Key: quota.ConnectionCreationRate, Value: 5},
 	)
 	want := tf.img()
-	snap, _ := tf.f.Snapshot()
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	other := newTestFSM(t)
-	if err := other.f.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	other := restoredCopy(t, tf)
 	if !reflect.DeepEqual(want.ClientQuotas, other.img().ClientQuotas) || len(want.ClientQuotas) != 2 {
 		t.Fatalf("restored quotas %v, want %v", other.img().ClientQuotas, want.ClientQuotas)
 	}
