@@ -24,7 +24,7 @@ SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPl
 FUZZ_QUOTA    ?= 20000x
 QUOTA_FUZZ    := FuzzClientQuotaRequests:./quota FuzzEnvelope:./replication/controller FuzzThrottledReplicas:./replication
 
-.PHONY: all build run test unit compat compat-kgo-secure fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
+.PHONY: crash all build run test unit compat compat-kgo-secure fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -69,6 +69,12 @@ CHAOS_RUN ?= .
 chaos: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=full KBROKER_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -v -timeout 60m \
 		-run '$(CHAOS_RUN)' ./compat-tests/chaos/
+
+# The storage crash suite (issue 19) at length: make test runs 600
+# sequences under the race detector; this runs CRASH_SEEDS without it.
+CRASH_SEEDS ?= 100000
+crash:
+	$(GO) test -count=1 -timeout 60m -run '^TestCrashSuite$$' ./storage/ -crash.seeds=$(CRASH_SEEDS) -v
 
 # The short run in make test: leader kills and pauses, under two minutes.
 chaos-short: build

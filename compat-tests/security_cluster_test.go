@@ -48,6 +48,13 @@ func TestSecureClusterReplicatesAndKeepsCredentialsAndACLs(t *testing.T) {
 	// The active controller goes; the ACL stays, on every survivor.
 	active := sc.activeController(t)
 	active.kill9()
+	// When the dead controller also led the partition, its leadership
+	// moves only once the new controller fences it (after
+	// broker.session.timeout.ms): wait for that before producing, so the
+	// produce's own deadline measures the ACL, not the failover.
+	sc.waitPartition(topic, 0, 30*time.Second, "a live leader", func(p partitionState) bool {
+		return p.leader >= 0 && p.leader != active.id
+	})
 	for i, n := range sc.nodes {
 		if n.Running() {
 			cl := sc.client(i, append(sc.scram("alice", alicePassword, 256), kgo.RecordRetries(20))...)

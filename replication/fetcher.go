@@ -362,7 +362,7 @@ func (f *fetcher) handleResponse(r fetchRound, resp *kmsg.FetchResponse) time.Du
 	// The response's record batches alias the client's buffer, which the
 	// next request overwrites: partitions out of range (which need a
 	// ListOffsets) are handled after every other one has been appended.
-	var outOfRange []sent
+	var outOfRange, durable []sent
 	for ti := range resp.Topics {
 		t := &resp.Topics[ti]
 		for i := range t.Partitions {
@@ -377,7 +377,18 @@ func (f *fetcher) handleResponse(r fetchRound, resp *kmsg.FetchResponse) time.Du
 			}
 			if err := f.handlePartition(s, rp); err != nil {
 				f.backoff(s.p, err)
+			} else if len(rp.RecordBatches) > 0 && s.p.log.Durable() {
+				durable = append(durable, s)
 			}
+		}
+	}
+	// Durable mode: the next fetch offset (our LEO) tells the leader what
+	// we have on disk, so wait for the flush of everything appended. The
+	// first wait joins the log dir's group commit round, which covers the
+	// other partitions appended above too.
+	for _, s := range durable {
+		if err := s.p.log.WaitDurable(); err != nil {
+			f.backoff(s.p, err)
 		}
 	}
 	for _, s := range outOfRange {

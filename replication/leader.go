@@ -30,6 +30,13 @@ func (p *Partition) AppendAsLeader(batches []record.Batch, acks int16, opts stor
 	if err != nil {
 		return info, err
 	}
+	if acks != -1 && p.log.Durable() {
+		// acks=0/1 in durable mode: answered once the leader's copy is on
+		// disk (acks=all waits for the HW, which counts flushed copies).
+		if err := p.log.WaitDurable(); err != nil {
+			return info, err
+		}
+	}
 	ev := LogEndMoved
 	if p.maybeAdvanceSoleHW() {
 		ev |= HighWatermarkMoved

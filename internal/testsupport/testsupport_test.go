@@ -41,3 +41,14 @@ func TestProduceRequest(t *testing.T) {
 		t.Fatalf("%+v", req)
 	}
 }
+
+// The ports must come from below the ephemeral range, where no outgoing
+// connection can take one between FreePorts and the broker's bind.
+func TestFreePortsBelowEphemeralRange(t *testing.T) {
+	lo, hi := portPool()
+	for _, p := range FreePorts(t, 50) {
+		if p < lo || p >= hi {
+			t.Fatalf("port %d outside [%d, %d)", p, lo, hi)
+		}
+	}
+}
