@@ -19,6 +19,10 @@ FUZZ_SECURITY ?= 20000x
 SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPlainMessage:./security/sasl/plain \
 	FuzzExchange:./security/sasl/scram FuzzClientMessage:./security/sasl/oauthbearer FuzzDecrypt:./security/pkcs8 \
 	FuzzSaslRequests:./security/session
+# The quota decoders (issue 17): the quota APIs' bodies, enveloped
+# requests at the controller, throttled replica lists; about 5 s together.
+FUZZ_QUOTA    ?= 20000x
+QUOTA_FUZZ    := FuzzClientQuotaRequests:./quota FuzzEnvelope:./replication/controller FuzzThrottledReplicas:./replication
 
 .PHONY: crash all build run test unit compat compat-kgo-secure fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
@@ -90,6 +94,10 @@ fuzz:
 	@for t in $(SECURITY_FUZZ); do \
 		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SECURITY) $${t#*:}"; \
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SECURITY) $${t#*:} || exit 1; \
+	done
+	@for t in $(QUOTA_FUZZ); do \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_QUOTA) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_QUOTA) $${t#*:} || exit 1; \
 	done
 
 # Benchmarks (issues 8 and 20; not part of make test). make bench runs both

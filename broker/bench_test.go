@@ -62,11 +62,17 @@ func benchBatch(n, valueBytes int) []byte {
 // runRequest sends req through decode and dispatch and returns the answer.
 func runRequest(tb testing.TB, br *Broker, req kmsg.Request) kmsg.Response {
 	tb.Helper()
+	return runOn(tb, br, &protocol.ConnInfo{ID: 1, Listener: "PLAINTEXT"}, req)
+}
+
+// runOn is runRequest on the given connection (client id "fuzz").
+func runOn(tb testing.TB, br *Broker, conn *protocol.ConnInfo, req kmsg.Request) kmsg.Response {
+	tb.Helper()
 	parsed, err := protocol.ParseRequest(encodeFrame(req))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	parsed.Conn = &protocol.ConnInfo{ID: 1, Listener: "PLAINTEXT"}
+	parsed.Conn = conn
 	resp := br.dispatch.Handle(context.Background(), parsed)
 	body := resp.Body
 	if resp.Later != nil {

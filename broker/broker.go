@@ -46,7 +46,9 @@ type Broker struct {
 	viewChanged viewSignal    // broadcast on every applied image
 
 	metrics    *metrics
-	httpServer *http.Server // /metrics, /healthz, /readyz
+	httpServer *http.Server          // /metrics, /healthz, /readyz
+	quotas     *clientQuotas         // client quota managers (quotas.go)
+	throttles  *replicationThrottles // replication throttles (replication_throttle.go)
 
 	sec     *brokerSecurity    // listeners' TLS and SASL, clients' credentials (security.go)
 	authz   *acl.Authorizer    // nil: no authorizer configured (authz.go)
@@ -61,9 +63,13 @@ type Broker struct {
 func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b := &Broker{cfg: cfg, logger: logger, now: time.Now, listeners: map[string]net.Listener{},
 		imageReady: make(chan struct{})}
+	b.quotas = newClientQuotas(cfg, b.now)
+	b.throttles = b.newReplicationThrottles()
 	b.dispatch = newDispatcher(b.apis())
+	b.dispatch.around = b.withQuotas
 	b.metrics = newMetrics()
 	b.metrics.reg.MustRegister(newStateCollector(b))
+	b.metrics.reg.MustRegister(newQuotaCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
 	return b
