@@ -20,6 +20,10 @@ FUZZ_SECURITY ?= 20000x
 SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPlainMessage:./security/sasl/plain \
 	FuzzExchange:./security/sasl/scram FuzzClientMessage:./security/sasl/oauthbearer FuzzDecrypt:./security/pkcs8 \
 	FuzzSaslRequests:./security/session
+# The quota decoders (issue 17): the quota APIs' bodies, enveloped
+# requests at the controller, throttled replica lists; about 5 s together.
+FUZZ_QUOTA    ?= 20000x
+QUOTA_FUZZ    := FuzzClientQuotaRequests:./quota FuzzEnvelope:./replication/controller FuzzThrottledReplicas:./replication
 
 .PHONY: crash all build run test unit compat compat-kgo-secure fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
@@ -42,10 +46,14 @@ vet:
 	$(GO) vet -tags recordcount ./broker/
 
 # The second line is the produce path's parse-once check, which needs the
-# record package's parse counter (build tag recordcount).
+# record package's parse counter (build tag recordcount). The third runs
+# the replication simulator's 5,000 random schedules without the race
+# detector (each schedule is single-goroutine; under -race the first line
+# runs 500 of them, so the seed runner is still checked).
 unit: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 9m $(PKGS)
 	$(GO) test -race -tags recordcount -run '^TestProduceParsesBatchOnce$$' ./broker/
+	$(GO) test -count=1 -v -run '^TestSimulatorRandomSchedules$$' ./replication/
 
 # Compat tests only, against a live cluster: make compat KBROKER_SEEDS=host:port,...
 compat: build
@@ -88,6 +96,10 @@ fuzz:
 	@for t in $(SECURITY_FUZZ); do \
 		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SECURITY) $${t#*:}"; \
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SECURITY) $${t#*:} || exit 1; \
+	done
+	@for t in $(QUOTA_FUZZ); do \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_QUOTA) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_QUOTA) $${t#*:} || exit 1; \
 	done
 
 # Benchmarks (issues 8 and 20; not part of make test). make bench runs both

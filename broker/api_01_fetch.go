@@ -283,6 +283,9 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 	}
 	var res replication.ReadResult
 	var err error
+	if replicaID >= 0 && b.leaderThrottled(part, name, replicaID) {
+		limit, minOne = 0, false // answered without records (replication_throttle.go)
+	}
 	if replicaID >= 0 {
 		// The broker epoch (v15+) goes with an ISR expansion to the
 		// controller, which refuses one a restarted replica did not earn (KIP-903).

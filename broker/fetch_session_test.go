@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/testsupport"
+	"github.com/kbroker/kbroker/protocol"
 )
 
 // sessionFetch is a consumer Fetch v12 of the session (id, epoch) listing
@@ -124,7 +125,7 @@ func TestFetchSessionLongPoll(t *testing.T) {
 	done := make(chan *kmsg.FetchResponse, 1)
 	start := time.Now()
 	go func() {
-		body, err := dispatchRequest(br, wait, 2)
+		body, err := dispatchRequest(br, &protocol.ConnInfo{ID: 2, Listener: "PLAINTEXT"}, wait)
 		if err != nil {
 			done <- nil
 			return

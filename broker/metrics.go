@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kbroker/kbroker/console"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/security/acl"
@@ -184,8 +183,7 @@ func (b *Broker) serveMetrics(addr string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	closeConsole := func() {}
 	if b.cfg.ConsoleEnable && b.cfg.HasRole("broker") { // the read-only web console at /ui
-		closeConsole = console.Mount(mux, console.Options{ClientAddr: b.cfg.ClientListener().Address(),
-			Gatherer: b.metrics.reg, NodeID: b.cfg.NodeID, Logger: b.logger})
+		closeConsole = b.mountConsole(mux, l.Addr())
 	}
 	b.httpServer = srv
 	b.wg.Add(1)

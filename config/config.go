@@ -128,6 +128,17 @@ type Config struct {
 	LeaderImbalancePerBrokerPercentage     int32         // leader.imbalance.per.broker.percentage
 	ControlledShutdownEnable               bool          // controlled.shutdown.enable
 
+	// Quotas.
+
+	QuotaWindowNum                   int32         // quota.window.num
+	QuotaWindowSize                  time.Duration // quota.window.size.seconds
+	ControllerQuotaWindowNum         int32         // controller.quota.window.num
+	ControllerQuotaWindowSize        time.Duration // controller.quota.window.size.seconds
+	ReplicationQuotaWindowNum        int32         // replication.quota.window.num
+	ReplicationQuotaWindowSize       time.Duration // replication.quota.window.size.seconds
+	LeaderReplicationThrottledRate   int64         // leader.replication.throttled.rate (bytes/s; dynamic)
+	FollowerReplicationThrottledRate int64         // follower.replication.throttled.rate (bytes/s; dynamic)
+
 	// Groups and offsets.
 
 	OffsetsTopicNumPartitions          int32         // offsets.topic.num.partitions

@@ -388,6 +388,34 @@ var keyTable = []Key{
 		field: func(c *Config) any { return &c.ControlledShutdownEnable },
 		Doc:   "Move leadership away from a broker before it shuts down."},
 
+	// Quotas (Kafka's QuotaConfig): the windows client, controller mutation
+	// and replication quotas are measured over, and the replication
+	// throttles, which kafka-reassign-partitions --throttle sets per broker.
+	{Name: "quota.window.num", Type: TypeInt, Default: "11", check: atLeast(1),
+		field: func(c *Config) any { return &c.QuotaWindowNum },
+		Doc:   "The number of samples client quotas (producer_byte_rate, consumer_byte_rate, request_percentage) are measured over."},
+	{Name: "quota.window.size.seconds", Type: TypeInt, Default: "1", Unit: time.Second, check: atLeast(1),
+		field: func(c *Config) any { return &c.QuotaWindowSize },
+		Doc:   "The time span of each sample for client quotas."},
+	{Name: "controller.quota.window.num", Type: TypeInt, Default: "11", check: atLeast(1),
+		field: func(c *Config) any { return &c.ControllerQuotaWindowNum },
+		Doc:   "The number of samples controller mutation quotas (controller_mutation_rate) hold."},
+	{Name: "controller.quota.window.size.seconds", Type: TypeInt, Default: "1", Unit: time.Second, check: atLeast(1),
+		field: func(c *Config) any { return &c.ControllerQuotaWindowSize },
+		Doc:   "The time span of each sample for controller mutation quotas."},
+	{Name: "replication.quota.window.num", Type: TypeInt, Default: "11", check: atLeast(1),
+		field: func(c *Config) any { return &c.ReplicationQuotaWindowNum },
+		Doc:   "The number of samples replication throttles are measured over."},
+	{Name: "replication.quota.window.size.seconds", Type: TypeInt, Default: "1", Unit: time.Second, check: atLeast(1),
+		field: func(c *Config) any { return &c.ReplicationQuotaWindowSize },
+		Doc:   "The time span of each sample for replication throttles."},
+	{Name: "leader.replication.throttled.rate", Type: TypeLong, Default: maxInt64, Dynamic: true, check: atLeast(0),
+		field: func(c *Config) any { return &c.LeaderReplicationThrottledRate },
+		Doc:   "Bytes/s a leader sends to out-of-sync followers of the replicas in its topics' leader.replication.throttled.replicas. Kafka reads it only from dynamic broker configs; kbroker also takes a static value as the default."},
+	{Name: "follower.replication.throttled.rate", Type: TypeLong, Default: maxInt64, Dynamic: true, check: atLeast(0),
+		field: func(c *Config) any { return &c.FollowerReplicationThrottledRate },
+		Doc:   "Bytes/s a follower fetches for its out-of-sync replicas in its topics' follower.replication.throttled.replicas. Kafka reads it only from dynamic broker configs; kbroker also takes a static value as the default."},
+
 	// Groups and offsets.
 	{Name: "offsets.topic.num.partitions", Type: TypeInt, Default: "50", check: atLeast(1),
 		field: func(c *Config) any { return &c.OffsetsTopicNumPartitions },

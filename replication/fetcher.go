@@ -32,6 +32,9 @@ type FetcherOptions struct {
 	// Security is how the default client reaches the inter-broker
 	// listener: TLS and SASL, as any client (zero: PLAINTEXT).
 	Security protocol.ClientSecurity
+	// Throttle is the follower side's replication throttle (throttle.go);
+	// nil: none.
+	Throttle *ReplicaQuota
 }
 
 func (o FetcherOptions) withDefaults() FetcherOptions {
@@ -91,6 +94,9 @@ type fetchPartition struct {
 	// delayUntil backs off a partition after an error, without stalling the
 	// others.
 	delayUntil time.Time
+	// lag is the leader's HW less our log end after the last fetch; -1
+	// before one (fetcher_throttle.go).
+	lag int64
 }
 
 // fetcherConfig is what a fetcher is built from.
@@ -118,7 +124,7 @@ func newFetcher(c fetcherConfig) *fetcher {
 
 func (f *fetcher) add(p *Partition) {
 	f.mu.Lock()
-	f.partitions[p] = &fetchPartition{}
+	f.partitions[p] = &fetchPartition{lag: -1}
 	f.mu.Unlock()
 	f.poke()
 }
@@ -299,7 +305,7 @@ func (f *fetcher) duePartitions() []sent {
 			delete(f.partitions, p)
 			continue
 		}
-		if !now.Before(fp.delayUntil) {
+		if !now.Before(fp.delayUntil) && !f.throttled(p, fp) {
 			due = append(due, sent{p: p, state: st})
 		}
 	}
@@ -410,7 +416,11 @@ func (f *fetcher) handlePartition(s sent, rp *kmsg.FetchResponseTopicPartition) 
 		return f.truncate(s, EpochEndOffset{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
 	}
 	batches := record.WholeBatches(rp.RecordBatches)
-	return s.p.AppendAsFollower(s.state.LeaderEpoch, batches, rp.HighWatermark, rp.LogStartOffset)
+	if err := s.p.AppendAsFollower(s.state.LeaderEpoch, batches, rp.HighWatermark, rp.LogStartOffset); err != nil {
+		return err
+	}
+	f.fetched(s.p, len(batches), rp.HighWatermark)
+	return nil
 }
 
 func (f *fetcher) truncate(s sent, leader EpochEndOffset) error {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/quota"
 )
 
 // CreateTopics (19), DeleteTopics (20) and CreatePartitions (37), after
@@ -261,6 +263,7 @@ func (c *controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		names[i] = t.Topic
 	}
 	dup := duplicates(names)
+	q := c.mutationQuota(ctx, req.Version, quota.StrictCreateTopicsVersion)
 	var recs []record
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -276,6 +279,10 @@ func (c *controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		default:
 			rec, e = tp.plan(rt)
 		}
+		if e == nil {
+			// Counted for validate-only requests too, as KRaft does.
+			e = recordMutation(q, len(rec.Partitions))
+		}
 		if e != nil {
 			st.ErrorCode, st.ErrorMessage = e.code, e.message()
 			resp.Topics = append(resp.Topics, st)
@@ -285,6 +292,7 @@ func (c *controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		resp.Topics = append(resp.Topics, st)
 		recs = append(recs, rec)
 	}
+	defer func() { resp.ThrottleMillis = maxThrottle(resp.ThrottleMillis, q) }()
 	if req.ValidateOnly || len(recs) == 0 {
 		return resp, nil
 	}
@@ -321,12 +329,17 @@ func (c *controller) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 	for _, name := range req.TopicNames { // v0-v5
 		topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: ptrTo(name)})
 	}
+	q := c.mutationQuota(ctx, req.Version, quota.StrictDeleteTopicsVersion)
+	defer func() { resp.ThrottleMillis = maxThrottle(resp.ThrottleMillis, q) }()
 	var recs []record
 	planned := map[[16]byte]bool{}
 	for _, rt := range topics {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		t, e := lookupTopicToDelete(img, rt)
+		if e == nil && !planned[t.ID] {
+			e = recordMutation(q, len(t.Partitions))
+		}
 		if e != nil {
 			st.ErrorCode, st.ErrorMessage = e.code, e.message()
 			resp.Topics = append(resp.Topics, st)
@@ -376,6 +389,8 @@ func (c *controller) createPartitions(ctx context.Context, req *kmsg.CreateParti
 		names[i] = t.Topic
 	}
 	dup := duplicates(names)
+	q := c.mutationQuota(ctx, req.Version, quota.StrictCreatePartitionsVersion)
+	defer func() { resp.ThrottleMillis = maxThrottle(resp.ThrottleMillis, q) }()
 	var recs []record
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -387,6 +402,9 @@ func (c *controller) createPartitions(ctx context.Context, req *kmsg.CreateParti
 			e = newAPIError(kerr.InvalidRequest, "Duplicate topic name.")
 		} else {
 			rec, e = tp.planPartitions(rt)
+		}
+		if e == nil {
+			e = recordMutation(q, len(rec.Partitions))
 		}
 		if e != nil {
 			st.ErrorCode, st.ErrorMessage = e.code, e.message()

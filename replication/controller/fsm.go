@@ -137,6 +137,7 @@ type snapshotV1 struct {
 	BrokerConfigs  map[string]map[string]string `json:"brokerConfigs,omitempty"`
 	ACLs           []accessControlEntryRecord   `json:"acls,omitempty"`
 	Scram          []userScramCredentialRecord  `json:"scram,omitempty"`
+	ClientQuotas   []clientQuotaRecord          `json:"clientQuotas,omitempty"`
 }
 
 type snapBroker struct {
@@ -194,6 +195,7 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 		s.Topics = append(s.Topics, st)
 	}
 	s.ACLs, s.Scram = snapshotSecurity(img)
+	s.ClientQuotas = snapshotClientQuotas(img)
 	if err := json.NewEncoder(w).Encode(&s); err != nil {
 		return fmt.Errorf("controller: writing snapshot: %w", err)
 	}
@@ -237,6 +239,9 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 		img.TopicsByID[t.ID] = t
 	}
 	if err := restoreSecurity(img, s.ACLs, s.Scram); err != nil {
+		return nil, err
+	}
+	if err := restoreClientQuotas(img, s.ClientQuotas); err != nil {
 		return nil, err
 	}
 	return img, nil
