@@ -12,6 +12,7 @@ FUZZ_BATCHES  ?= 50000x
 FUZZ_RECORDS  ?= 20000x
 FUZZ_CONTROL  ?= 20000x
 FUZZ_DISPATCH ?= 8000x
+FUZZ_SESSIONS ?= 30000x
 FUZZ_PROPS    ?= 50000x
 # The security decoders (issue 15): SASL exchanges, JAAS, ACL filters,
 # encrypted keys; 0.3-2 s each, about 8 s together.
@@ -90,6 +91,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZ_RECORDS) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzControl$$' -fuzztime $(FUZZ_CONTROL) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) ./broker/
+	$(GO) test -run '^$$' -fuzz '^FuzzFetchSessions$$' -fuzztime $(FUZZ_SESSIONS) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PROPS) ./internal/properties/
 	@for t in $(SECURITY_FUZZ); do \
 		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SECURITY) $${t#*:}"; \

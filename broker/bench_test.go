@@ -68,9 +68,19 @@ func runRequest(tb testing.TB, br *Broker, req kmsg.Request) kmsg.Response {
 // runOn is runRequest on the given connection (client id "fuzz").
 func runOn(tb testing.TB, br *Broker, conn *protocol.ConnInfo, req kmsg.Request) kmsg.Response {
 	tb.Helper()
-	parsed, err := protocol.ParseRequest(encodeFrame(req))
+	body, err := dispatchRequest(br, conn, req)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	return body
+}
+
+// dispatchRequest is runOn for any goroutine: the answer, or the frame's
+// decoding error.
+func dispatchRequest(br *Broker, conn *protocol.ConnInfo, req kmsg.Request) (kmsg.Response, error) {
+	parsed, err := protocol.ParseRequest(encodeFrame(req))
+	if err != nil {
+		return nil, err
 	}
 	parsed.Conn = conn
 	resp := br.dispatch.Handle(context.Background(), parsed)
@@ -81,7 +91,7 @@ func runOn(tb testing.TB, br *Broker, conn *protocol.ConnInfo, req kmsg.Request)
 	if resp.Done != nil {
 		defer resp.Done()
 	}
-	return body
+	return body, nil
 }
 
 func benchProduceFrame(topic string, acks int16, batch []byte) []byte {

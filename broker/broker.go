@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/fetchsession"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
@@ -49,6 +50,9 @@ type Broker struct {
 	httpServer *http.Server          // /metrics, /healthz, /readyz
 	quotas     *clientQuotas         // client quota managers (quotas.go)
 	throttles  *replicationThrottles // replication throttles (replication_throttle.go)
+	// fetchSessions are the incremental fetch sessions (KIP-227) of the
+	// consumers and followers that fetch from this broker.
+	fetchSessions *fetchsession.Cache
 
 	sec     *brokerSecurity    // listeners' TLS and SASL, clients' credentials (security.go)
 	authz   *acl.Authorizer    // nil: no authorizer configured (authz.go)
@@ -68,6 +72,8 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b.dispatch = newDispatcher(b.apis())
 	b.dispatch.around = b.withQuotas
 	b.metrics = newMetrics()
+	b.fetchSessions = fetchsession.New(fetchsession.Options{MaxSlots: int(cfg.MaxIncrementalFetchSessionCacheSlots)})
+	b.metrics.reg.MustRegister(newFetchSessionCollector(b.fetchSessions))
 	b.metrics.reg.MustRegister(newStateCollector(b))
 	b.metrics.reg.MustRegister(newQuotaCollector(b))
 	b.producers = newProducerIDs(b)

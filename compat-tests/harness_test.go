@@ -69,6 +69,9 @@ type clusterOpts struct {
 	brokers int
 	// flags are passed to every broker (e.g. "--min.insync.replicas=2").
 	flags []string
+	// nodeFlags, if set, gives each broker flags of its own (e.g. its
+	// broker.rack).
+	nodeFlags func(id int32) []string
 	// separateController runs the metadata quorum on one more node, a
 	// controller only (Kafka's recommended layout); the brokers then join
 	// the quorum as non-voters, so losing brokers never costs the quorum.
@@ -144,6 +147,9 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			"--log.dirs=" + n.dataDir,
 			metrics,
 		}, common...), opts.flags...)
+		if opts.nodeFlags != nil {
+			n.args = append(n.args, opts.nodeFlags(n.id)...)
+		}
 		c.nodes = append(c.nodes, n)
 	}
 	if opts.separateController {

@@ -12,6 +12,10 @@ import (
 // 9223372036854775807 in [Config.Entries] and [Config.TopicDefaults].
 const Forever = time.Duration(math.MaxInt64)
 
+// RackAwareReplicaSelector is the replica.selector.class value that turns
+// on fetching from the closest replica (KIP-392), Kafka's class name.
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
 // Roles in process.roles.
 const (
 	RoleBroker     = "broker"
@@ -113,6 +117,8 @@ type Config struct {
 	ReplicaFetchWaitMax                    time.Duration // replica.fetch.wait.max.ms
 	ReplicaFetchMinBytes                   int32         // replica.fetch.min.bytes
 	ReplicaFetchBackoff                    time.Duration // replica.fetch.backoff.ms
+	ReplicaSelectorClass                   string        // replica.selector.class; empty = leader only
+	MaxIncrementalFetchSessionCacheSlots   int32         // max.incremental.fetch.session.cache.slots
 	ReplicaLagTimeMax                      time.Duration // replica.lag.time.max.ms
 	ReplicaSocketTimeout                   time.Duration // replica.socket.timeout.ms
 	NumReplicaFetchers                     int32         // num.replica.fetchers

@@ -85,6 +85,8 @@ type fetcher struct {
 
 	mu         sync.Mutex // guards partitions
 	partitions map[*Partition]*fetchPartition
+
+	session fetchSession // used by the loop only
 }
 
 // fetchPartition is a partition's fetch status in one fetcher.
@@ -286,6 +288,7 @@ func (f *fetcher) nextRound() (fetchRound, bool) {
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, f.fetchPartition(s))
 		parts[fetchPartKey{key, s.p.Index}] = s
 	}
+	f.session.build(req)
 	return fetchRound{req: req, parts: parts}, true
 }
 
@@ -326,8 +329,6 @@ func (f *fetcher) newFetchRequest(byID bool) *kmsg.FetchRequest {
 	req.MaxWaitMillis = int32(f.opts.MaxWait / time.Millisecond)
 	req.MinBytes = f.opts.MinBytes
 	req.MaxBytes = f.opts.MaxBytes
-	req.SessionID = 0
-	req.SessionEpoch = -1 // full fetches, no session
 	return req
 }
 
@@ -346,15 +347,23 @@ func (f *fetcher) fetchPartition(s sent) kmsg.FetchRequestTopicPartition {
 // returns how long the fetcher waits before the next round.
 func (f *fetcher) complete(r fetchRound, resp *kmsg.FetchResponse, err error) time.Duration {
 	if err != nil {
+		f.session.onError()
 		if f.ctx.Err() == nil {
 			f.logger.Debug("replica fetch failed", "err", err)
 		}
 		return f.opts.Backoff
 	}
+	f.session.onResponse(resp)
 	return f.handleResponse(r, resp)
 }
 
 func (f *fetcher) handleResponse(r fetchRound, resp *kmsg.FetchResponse) time.Duration {
+	if sessionError(resp.ErrorCode) {
+		// The leader lost or moved on from our session (a restart, an
+		// eviction): the next fetch is full and starts a new one, now.
+		f.logger.Info("replica fetch session refused; starting a new one", "err", kerr.ErrorForCode(resp.ErrorCode))
+		return 0
+	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		f.logger.Warn("replica fetch refused", "err", err)
 		return f.opts.Backoff

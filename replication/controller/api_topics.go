@@ -85,15 +85,17 @@ type topicPlanner struct {
 	img        *Image
 	collisions map[string]string // collision key -> existing or planned name
 	brokerIDs  []int32           // live brokers, sorted
+	racks      map[int32]string  // live brokers' racks (broker.rack), "" for none
 }
 
 func (c *controller) newTopicPlanner(img *Image) *topicPlanner {
-	tp := &topicPlanner{c: c, img: img, collisions: map[string]string{}}
+	tp := &topicPlanner{c: c, img: img, collisions: map[string]string{}, racks: map[int32]string{}}
 	for name := range img.Topics {
 		tp.collisions[collisionKey(name)] = name
 	}
 	for _, b := range img.LiveBrokers() {
 		tp.brokerIDs = append(tp.brokerIDs, b.ID)
+		tp.racks[b.ID] = b.Rack
 	}
 	return tp
 }
@@ -239,7 +241,7 @@ func (tp *topicPlanner) placedPartitions(n int32, rf int16, first int) ([]partit
 	if n > maxPartitionsPerRequest {
 		return nil, newAPIError(kerr.InvalidPartitions, "Number of partitions %d exceeds the limit of %d per request.", n, maxPartitionsPerRequest)
 	}
-	assignment, err := placeReplicas(tp.brokerIDs, int(n), int(rf), first, tp.c.opts.Rand)
+	assignment, err := placeReplicas(tp.brokerIDs, tp.racks, int(n), int(rf), first, tp.c.opts.Rand)
 	if err != nil {
 		return nil, newAPIError(kerr.InvalidReplicationFactor, "%s", err.Error())
 	}
