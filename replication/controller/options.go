@@ -67,6 +67,12 @@ type Options struct {
 	// error's text, as Kafka does for broker configs (KAFKA-13609).
 	ValidateBrokerConfig func(name, value string) error
 
+	// ValidateGroupConfig validates a GROUP resource's configs as they
+	// would be after a change (all of them: some bounds relate two keys,
+	// as Kafka's GroupConfig.validate); nil accepts everything. A refusal
+	// answers INVALID_CONFIG with the error's text.
+	ValidateGroupConfig func(props map[string]string) error
+
 	// BootstrapScram are SCRAM credentials written with the cluster id when
 	// the first controller initializes the metadata log (kbroker format
 	// --add-scram): the first admin user. Ignored once the log exists.
