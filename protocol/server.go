@@ -34,7 +34,11 @@ type ServerOptions struct {
 	// TLS handshake or a SASL exchange), for metrics. The failure is logged
 	// by the server.
 	OnAuthFailure func(f AuthFailure)
-	Logger        *slog.Logger
+	// OnConnClose, if set, is called once a connection that was served
+	// is closed and its last response written or dropped: state kept per
+	// connection elsewhere (share sessions, KIP-932) goes with it.
+	OnConnClose func(c *ConnInfo)
+	Logger      *slog.Logger
 }
 
 func (o *ServerOptions) withDefaults() ServerOptions {
