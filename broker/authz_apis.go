@@ -222,6 +222,8 @@ func (b *Broker) coordinatorKeyAllowed(req *protocol.Request, keyType int8, key 
 		return b.groupAllowed(req, acl.OpDescribe, key)
 	case 1:
 		return b.TransactionalIDAllowed(req, acl.OpDescribe, key)
+	case 2: // share coordinator keys: an inter-broker lookup
+		return b.clusterAllowed(req, acl.OpClusterAction)
 	}
 	return 0
 }
@@ -234,7 +236,7 @@ func (b *Broker) findAuthorizedCoordinator(ctx context.Context, req *protocol.Re
 		c.Key, c.NodeID, c.ErrorCode = key, -1, code
 		return c
 	}
-	return b.findCoordinator(ctx, key, keyType, req.Conn.Listener)
+	return b.findCoordinator(ctx, req.Version, key, keyType, req.Conn.Listener)
 }
 
 // authorizeOffsetCommit keeps the topics the principal may READ (the group
@@ -415,11 +417,17 @@ func (b *Broker) authorizeDeleteGroups(req *protocol.Request, r *kmsg.DeleteGrou
 // consumerHeartbeatDenied is ConsumerGroupHeartbeat's check: READ on the
 // group and DESCRIBE on every subscribed topic name (Kafka 4.0).
 func (b *Broker) consumerHeartbeatDenied(req *protocol.Request, r *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
-	if code := b.groupAllowed(req, acl.OpRead, r.Group); code != 0 {
+	return b.groupHeartbeatDenied(req, r.Group, r.SubscribedTopicNames)
+}
+
+// groupHeartbeatDenied is the check of the KIP-848 and KIP-932
+// heartbeats: READ on the group and DESCRIBE on every subscribed topic.
+func (b *Broker) groupHeartbeatDenied(req *protocol.Request, group string, topics []string) (int16, string) {
+	if code := b.groupAllowed(req, acl.OpRead, group); code != 0 {
 		return code, ""
 	}
 	var missing []string
-	for _, t := range r.SubscribedTopicNames {
+	for _, t := range topics {
 		if b.topicAllowed(req, acl.OpDescribe, t) != 0 {
 			missing = append(missing, t)
 		}

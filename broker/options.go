@@ -77,6 +77,7 @@ func (b *Broker) controllerOptions() controller.Options {
 		LeaderImbalanceCheckInterval: b.cfg.LeaderImbalanceCheckInterval,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
 		ValidateBrokerConfig:         config.ValidateBrokerConfig,
+		ValidateGroupConfig:          b.validateGroupConfig,
 		Security:                     b.sec.controllerSecurity(b.cfg, b.metrics.onAuthFailure),
 		Logger:                       b.logger.With("component", "controller"),
 		Now:                          b.now,
@@ -98,6 +99,11 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 		Observe:         b.metrics.observe,
 		Listeners:       b.sec.serverListeners(),
 		OnAuthFailure:   b.metrics.onAuthFailure,
+		OnConnClose: func(c *protocol.ConnInfo) {
+			if b.shares != nil {
+				b.shares.connectionClosed(c)
+			}
+		},
 	}
 }
 
