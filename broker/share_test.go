@@ -85,3 +85,284 @@ func TestShareConsumeAll(t *testing.T) {
 		t.Fatalf("consumed %d distinct records, want 100", len(seen))
 	}
 }
+
+// rawShareMember drives the share APIs by hand against an in-process
+// broker: who acquired what is then exact.
+type rawShareMember struct {
+	t            *testing.T
+	br           *Broker
+	group, id    string
+	memberEpoch  int32
+	sessionEpoch int32
+	topicID      [16]byte
+}
+
+func newRawShareMember(t *testing.T, br *Broker, group, id, topic string) *rawShareMember {
+	t.Helper()
+	m := &rawShareMember{t: t, br: br, group: group, id: id, topicID: br.view().img.Topics[topic].ID}
+	deadline := time.Now().Add(10 * time.Second)
+	// FindCoordinator creates __consumer_offsets; the group's partition is
+	// then loaded.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = group
+	runRequest(t, br, fc)
+	hb := m.heartbeat(0, topic)
+	for retriableStateCode(hb.ErrorCode) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // polling the coordinator's load, with a deadline
+		hb = m.heartbeat(0, topic)
+	}
+	if hb.ErrorCode != 0 {
+		t.Fatalf("%s joining: %v", id, kerr.ErrorForCode(hb.ErrorCode))
+	}
+	// Heartbeat until the partition is assigned (the share state is
+	// initialized off the group's goroutine first).
+	for hb.Assignment == nil || len(hb.Assignment.TopicPartitions) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never assigned", id)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the coordinator, with a deadline
+		hb = m.heartbeat(m.memberEpoch)
+	}
+	return m
+}
+
+func (m *rawShareMember) heartbeat(epoch int32, topics ...string) *kmsg.ShareGroupHeartbeatResponse {
+	m.t.Helper()
+	req := kmsg.NewPtrShareGroupHeartbeatRequest()
+	req.Version = 1
+	req.GroupID, req.MemberID, req.MemberEpoch = m.group, m.id, epoch
+	if topics != nil {
+		req.SubscribedTopicNames = topics
+	}
+	resp := runRequest(m.t, m.br, req).(*kmsg.ShareGroupHeartbeatResponse)
+	if resp.ErrorCode == 0 {
+		m.memberEpoch = resp.MemberEpoch
+	}
+	return resp
+}
+
+// ackSpec is one acknowledgement batch: offsets and type.
+type ackSpec struct {
+	first, last int64
+	typ         int8
+}
+
+// fetch sends a ShareFetch of partition 0 in the member's session (opening
+// it first), with acks piggy-backed.
+func (m *rawShareMember) fetch(maxRecords int32, acks ...ackSpec) *kmsg.ShareFetchResponse {
+	m.t.Helper()
+	req := kmsg.NewPtrShareFetchRequest()
+	req.Version = 2
+	req.GroupID, req.MemberID = &m.id, &m.id
+	req.GroupID = &m.group
+	req.ShareSessionEpoch = m.sessionEpoch
+	req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = 100, 1, 1<<20, maxRecords, maxRecords
+	req.ShareAcquireMode = 1 // record limit: exactly maxRecords
+	rp := kmsg.NewShareFetchRequestTopicPartition()
+	for _, a := range acks {
+		rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, kmsg.ShareFetchRequestTopicPartitionAcknowledgementBatch{
+			FirstOffset: a.first, LastOffset: a.last, AcknowledgeTypes: []int8{a.typ}})
+	}
+	req.Topics = []kmsg.ShareFetchRequestTopic{{TopicID: m.topicID, Partitions: []kmsg.ShareFetchRequestTopicPartition{rp}}}
+	resp := runRequest(m.t, m.br, req).(*kmsg.ShareFetchResponse)
+	if resp.ErrorCode == 0 {
+		m.sessionEpoch++
+	}
+	return resp
+}
+
+// acknowledge sends a ShareAcknowledge in the member's session.
+func (m *rawShareMember) acknowledge(acks ...ackSpec) *kmsg.ShareAcknowledgeResponse {
+	m.t.Helper()
+	req := kmsg.NewPtrShareAcknowledgeRequest()
+	req.Version = 2
+	req.GroupID, req.MemberID = &m.group, &m.id
+	req.ShareSessionEpoch = m.sessionEpoch
+	rp := kmsg.NewShareAcknowledgeRequestTopicPartition()
+	for _, a := range acks {
+		rp.AcknowledgementBatches = append(rp.AcknowledgementBatches, kmsg.ShareAcknowledgeRequestTopicPartitionAcknowledgementBatch{
+			FirstOffset: a.first, LastOffset: a.last, AcknowledgeTypes: []int8{a.typ}})
+	}
+	req.Topics = []kmsg.ShareAcknowledgeRequestTopic{{TopicID: m.topicID, Partitions: []kmsg.ShareAcknowledgeRequestTopicPartition{rp}}}
+	resp := runRequest(m.t, m.br, req).(*kmsg.ShareAcknowledgeResponse)
+	if resp.ErrorCode == 0 {
+		m.sessionEpoch++
+	}
+	return resp
+}
+
+// acquired lists the offsets a fetch handed out, with their delivery counts.
+func acquired(t *testing.T, resp *kmsg.ShareFetchResponse) map[int64]int16 {
+	t.Helper()
+	if resp.ErrorCode != 0 {
+		t.Fatalf("share fetch: %v", kerr.ErrorForCode(resp.ErrorCode))
+	}
+	out := map[int64]int16{}
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			if p.ErrorCode != 0 {
+				t.Fatalf("share fetch partition %d: %v", p.Partition, kerr.ErrorForCode(p.ErrorCode))
+			}
+			for _, ar := range p.AcquiredRecords {
+				for o := ar.FirstOffset; o <= ar.LastOffset; o++ {
+					out[o] = ar.DeliveryCount
+				}
+			}
+		}
+	}
+	return out
+}
+
+func ackCode(resp *kmsg.ShareFetchResponse) int16 {
+	for _, tp := range resp.Topics {
+		for _, p := range tp.Partitions {
+			return p.AcknowledgeErrorCode
+		}
+	}
+	return -1
+}
+
+// shareTopic makes a one-partition topic with n records and a share group
+// reading it from the start with the given configs.
+func shareTopic(t *testing.T, br *Broker, addr, topic, group string, n int, groupConfigs ...string) {
+	t.Helper()
+	createTopic(t, br, topic)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for i := range n {
+		if err := cl.ProduceSync(context.Background(), kgo.StringRecord(fmt.Sprint(i))).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setGroupConfigs(t, cl, group, append([]string{"share.auto.offset.reset", "earliest"}, groupConfigs...)...)
+}
+
+const (
+	ackAccept  int8 = 1
+	ackRelease int8 = 2
+	ackReject  int8 = 3
+)
+
+// Issue 16's bad input: acknowledging records never acquired, or acquired
+// by another member, gets INVALID_RECORD_STATE and changes nothing (the
+// member holding them acknowledges them afterwards); a heartbeat with a
+// stale member epoch gets FENCED_MEMBER_EPOCH; session misuse gets Kafka's
+// session errors.
+func TestShareBadAcknowledgements(t *testing.T) {
+	br, addr := startShareBroker(t)
+	shareTopic(t, br, addr, "bad", "g", 10)
+	a := newRawShareMember(t, br, "g", "member-a", "bad")
+	b := newRawShareMember(t, br, "g", "member-b", "bad")
+	if got := acquired(t, a.fetch(5)); len(got) != 5 || got[0] != 1 || got[4] != 1 {
+		t.Fatalf("a acquired %v", got)
+	}
+	if got := acquired(t, b.fetch(3)); len(got) != 3 || got[5] != 1 || got[7] != 1 {
+		t.Fatalf("b acquired %v", got)
+	}
+	// a acknowledges b's records, records past the end of what was ever
+	// fetched (INVALID_REQUEST, as Kafka's "offsets not found"), and a
+	// record b released (available: nobody holds it).
+	if code := ackCode(a.fetch(0, ackSpec{5, 6, ackAccept})); code != kerr.InvalidRecordState.Code {
+		t.Fatalf("ack of another member's records: %v", kerr.ErrorForCode(code))
+	}
+	if code := ackCode(a.fetch(0, ackSpec{8, 9, ackAccept})); code != kerr.InvalidRequest.Code {
+		t.Fatalf("ack of records never fetched: %v", kerr.ErrorForCode(code))
+	}
+	if r := b.acknowledge(ackSpec{7, 7, ackRelease}); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("b's release: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	if code := ackCode(a.fetch(0, ackSpec{7, 7, ackAccept})); code != kerr.InvalidRecordState.Code {
+		t.Fatalf("ack of an available record: %v", kerr.ErrorForCode(code))
+	}
+	// One bad batch fails the partition's whole acknowledgement: a's
+	// own records stay acquired by a.
+	if code := ackCode(a.fetch(0, ackSpec{0, 4, ackAccept}, ackSpec{5, 5, ackAccept})); code != kerr.InvalidRecordState.Code {
+		t.Fatalf("mixed acknowledgement: %v", kerr.ErrorForCode(code))
+	}
+	if r := b.acknowledge(ackSpec{5, 6, ackAccept}); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("b's own acknowledgement: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	if r := a.acknowledge(ackSpec{0, 4, ackAccept}); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("a's own acknowledgement after the refused ones: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	// Acknowledging twice: the records are no longer acquired.
+	if r := a.acknowledge(ackSpec{0, 0, ackAccept}); r.Topics[0].Partitions[0].ErrorCode != kerr.InvalidRecordState.Code {
+		t.Fatalf("second acknowledgement: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	// Malformed batches: INVALID_REQUEST.
+	if code := ackCode(a.fetch(0, ackSpec{4, 3, ackAccept})); code != kerr.InvalidRequest.Code {
+		t.Fatalf("first > last: %v", kerr.ErrorForCode(code))
+	}
+	if code := ackCode(a.fetch(0, ackSpec{0, 0, 9})); code != kerr.InvalidRequest.Code {
+		t.Fatalf("unknown type: %v", kerr.ErrorForCode(code))
+	}
+	// Stale member epoch.
+	if hb := a.heartbeat(a.memberEpoch + 5); hb.ErrorCode != kerr.FencedMemberEpoch.Code {
+		t.Fatalf("future member epoch: %v", kerr.ErrorForCode(hb.ErrorCode))
+	}
+	// Session errors, and the member id check.
+	stale := *a
+	stale.sessionEpoch += 7
+	if r := stale.fetch(1); r.ErrorCode != kerr.InvalidShareSessionEpoch.Code {
+		t.Fatalf("wrong session epoch: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	ghost := *a
+	ghost.id, ghost.sessionEpoch = "ghost", 3
+	if r := ghost.fetch(1); r.ErrorCode != kerr.ShareSessionNotFound.Code {
+		t.Fatalf("no session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	opening := *a
+	opening.id, opening.sessionEpoch = "opening", 0
+	if r := opening.fetch(1, ackSpec{8, 8, ackAccept}); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("acknowledgements opening a session: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	long := *a
+	long.id = "0123456789012345678901234567890123456789"
+	if r := long.fetch(1); r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("member id of 40 characters: %v", kerr.ErrorForCode(r.ErrorCode))
+	}
+	// The rest is still there for the group: 7 a second time, 8 and 9
+	// never acquired.
+	if got := acquired(t, b.fetch(10)); len(got) != 3 || got[7] != 2 || got[8] != 1 || got[9] != 1 {
+		t.Fatalf("b's last fetch %v", got)
+	}
+}
+
+// RELEASE hands a record to the next member (delivery count 2), REJECT
+// archives it for good, and a record released delivery.count.limit times
+// is archived (a poison record).
+func TestShareReleaseRejectDeliveryLimit(t *testing.T) {
+	br, addr := startShareBroker(t)
+	shareTopic(t, br, addr, "rel", "g", 3, "share.delivery.count.limit", "2")
+	a := newRawShareMember(t, br, "g", "member-a", "rel")
+	b := newRawShareMember(t, br, "g", "member-b", "rel")
+	if got := acquired(t, a.fetch(3)); len(got) != 3 {
+		t.Fatalf("a acquired %v", got)
+	}
+	// 0 released, 1 rejected, 2 released: b gets 0 and 2 again.
+	if r := a.acknowledge(ackSpec{0, 0, ackRelease}, ackSpec{1, 1, ackReject}, ackSpec{2, 2, ackRelease}); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("release/reject: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	got := acquired(t, b.fetch(3))
+	if len(got) != 2 || got[0] != 2 || got[2] != 2 {
+		t.Fatalf("after release and reject b acquired %v, want 0 and 2 delivered a second time", got)
+	}
+	// 0 is accepted; 2 is released at the limit: archived, never again.
+	if r := b.acknowledge(ackSpec{0, 0, ackAccept}, ackSpec{2, 2, ackRelease}); r.Topics[0].Partitions[0].ErrorCode != 0 {
+		t.Fatalf("accept/release: %v", kerr.ErrorForCode(r.Topics[0].Partitions[0].ErrorCode))
+	}
+	if got := acquired(t, a.fetch(3)); len(got) != 0 {
+		t.Fatalf("archived records delivered again: %v", got)
+	}
+	// Everything is done with: the start offset is past all three.
+	d := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	d.Version = 1
+	d.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g"}}
+	resp := runRequest(t, br, d).(*kmsg.DescribeShareGroupOffsetsResponse)
+	if g := resp.Groups[0]; g.ErrorCode != 0 || len(g.Topics) != 1 || g.Topics[0].Partitions[0].StartOffset != 3 || g.Topics[0].Partitions[0].Lag != 0 {
+		t.Fatalf("described %+v", resp.Groups)
+	}
+}
