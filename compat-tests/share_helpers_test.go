@@ -3,9 +3,9 @@ package compat
 import (
 	"cmp"
 	"context"
-	"slices"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -286,7 +286,6 @@ func sortedAcks(acks []shareAck) []shareAck {
 	slices.SortFunc(acks, func(x, y shareAck) int { return cmp.Compare(x.first, y.first) })
 	return acks
 }
-
 
 // shareStartOffset is DescribeShareGroupOffsets' start offset of a
 // partition (and its lag), or an error.
