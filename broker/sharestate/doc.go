@@ -43,13 +43,20 @@
 //	Initialize  group, partition >= 0, topic/partition exist;    ShareSnapshot: snapshot epoch +1 (0 when new),
 //	            recorded state epoch > request: FENCED_STATE_EPOCH  the state epoch and start offset, no batches,
 //	                                                             delivery complete count 0 (-1 if start is -1)
-//	Write       leader epoch != -1 and recorded > request:       ShareSnapshot for a new key or after
-//	            FENCED_LEADER_EPOCH; state epoch likewise:        UpdatesPerSnapshot updates (merged state),
-//	            FENCED_STATE_EPOCH                                else ShareUpdate with the request's batches
-//	Read        recorded leader epoch > request:                 a record of the new leader epoch when the
-//	            FENCED_LEADER_EPOCH; no state: start offset -1    reader's epoch is newer and the key exists
+//	Write       no state: INVALID_REQUEST (KAFKA-19338);          ShareSnapshot after UpdatesPerSnapshot
+//	            leader epoch != -1 and recorded > request:       updates (merged state), else ShareUpdate
+//	            FENCED_LEADER_EPOCH; state epoch likewise:        with the request's batches
+//	            FENCED_STATE_EPOCH
+//	Read        no state: INVALID_REQUEST (KAFKA-19338);          a record of the new leader epoch when the
+//	            recorded leader epoch > request:                 reader's epoch is newer
+//	            FENCED_LEADER_EPOCH
 //	Delete      -                                                ShareSnapshot tombstone (none without state)
 //	Summary     -                                                -
+//
+// A key has state only once the group coordinator initialized it (Kafka
+// 4.1+): a share-partition leader may neither read nor write before, so
+// that an initialization (a fresh start) never wipes acknowledgements
+// written ahead of it.
 //
 // Batches merge as Kafka's PersisterStateBatchCombiner: offsets below the
 // start offset drop, an overlap keeps the batch with the higher delivery
