@@ -108,7 +108,7 @@ func runScenario(t *testing.T, sc scenario) {
 	must(t, err, "starting the workload")
 	var sr *shareRunning
 	if sc.share {
-		sw := shareWorkload{topic: topic, partitions: chaosPartitions, group: "chaos-share", members: 3, releaseEvery: 20}
+		sw := shareWorkload{topic: topic, partitions: chaosPartitions, group: "chaos-share", members: 3, releaseEvery: 20, hold: 100 * time.Millisecond}
 		sr, err = sw.start(c.seeds(), h)
 		must(t, err, "starting the share workload")
 	}

@@ -23,13 +23,17 @@ import (
 // acknowledgement went (CheckShare). Each member fetches every partition
 // from its leader in a share session per broker, accepts what it gets and
 // releases every releaseEvery-th first delivery, starting a new session
-// whenever a broker fails it.
+// whenever a broker fails it. A member holds its records for a while
+// before it acknowledges them, as a consumer that processes them does.
 type shareWorkload struct {
 	topic        string
 	partitions   int32
 	group        string
 	members      int
 	releaseEvery uint32
+	// hold is how long a member holds what it was handed before it
+	// acknowledges (its processing): faults strike while records are held.
+	hold time.Duration
 }
 
 // shareRunning is a started share workload.
@@ -354,6 +358,7 @@ func (m *chaosShareMember) round(ctx context.Context, broker int32, parts []int3
 		}
 	}
 	if len(acks) > 0 {
+		sleepCtx(ctx, m.r.w.hold)
 		m.acknowledge(ctx, broker, s, acks)
 	}
 	return len(acks) > 0
