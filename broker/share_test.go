@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/security/principal"
 )
 
 // startShareBroker is a single node with small internal topics and short
@@ -364,5 +365,198 @@ func TestShareReleaseRejectDeliveryLimit(t *testing.T) {
 	resp := runRequest(t, br, d).(*kmsg.DescribeShareGroupOffsetsResponse)
 	if g := resp.Groups[0]; g.ErrorCode != 0 || len(g.Topics) != 1 || g.Topics[0].Partitions[0].StartOffset != 3 || g.Topics[0].Partitions[0].Lag != 0 {
 		t.Fatalf("described %+v", resp.Groups)
+	}
+}
+
+// With the StandardAuthorizer the share APIs check as Kafka: the group
+// (READ for heartbeats, fetches, acknowledgements and altering offsets,
+// DESCRIBE for describing, DELETE for deleting offsets), the topics, and
+// CLUSTER_ACTION for the share coordinator's inter-broker APIs and SHARE
+// coordinator lookups.
+func TestShareAPIsAuthorize(t *testing.T) {
+	br := startTestBroker(t, func(c *config.Config) {
+		c.AuthorizerClassName = config.StandardAuthorizer
+		c.SuperUsers = "User:ANONYMOUS"
+	})
+	createTopic(t, br, "a")
+	alice := principal.User("alice")
+	group := kmsg.StringPtr("g")
+	member := kmsg.StringPtr("m")
+
+	hb := kmsg.NewPtrShareGroupHeartbeatRequest()
+	hb.GroupID, hb.MemberID, hb.SubscribedTopicNames = "g", "m", []string{"a"}
+	if code := runAs(t, br, alice, hb).(*kmsg.ShareGroupHeartbeatResponse).ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("heartbeat: %v", kerr.ErrorForCode(code))
+	}
+	sf := kmsg.NewPtrShareFetchRequest()
+	sf.GroupID, sf.MemberID = group, member
+	if code := runAs(t, br, alice, sf).(*kmsg.ShareFetchResponse).ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("share fetch: %v", kerr.ErrorForCode(code))
+	}
+	sa := kmsg.NewPtrShareAcknowledgeRequest()
+	sa.GroupID, sa.MemberID, sa.ShareSessionEpoch = group, member, 1
+	if code := runAs(t, br, alice, sa).(*kmsg.ShareAcknowledgeResponse).ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("share acknowledge: %v", kerr.ErrorForCode(code))
+	}
+	sd := kmsg.NewPtrShareGroupDescribeRequest()
+	sd.GroupIDs = []string{"g"}
+	if code := runAs(t, br, alice, sd).(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("share group describe: %v", kerr.ErrorForCode(code))
+	}
+	do := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	do.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g"}}
+	if code := runAs(t, br, alice, do).(*kmsg.DescribeShareGroupOffsetsResponse).Groups[0].ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("describe share group offsets: %v", kerr.ErrorForCode(code))
+	}
+	ao := kmsg.NewPtrAlterShareGroupOffsetsRequest()
+	ao.GroupID = "g"
+	if code := runAs(t, br, alice, ao).(*kmsg.AlterShareGroupOffsetsResponse).ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("alter share group offsets: %v", kerr.ErrorForCode(code))
+	}
+	delo := kmsg.NewPtrDeleteShareGroupOffsetsRequest()
+	delo.GroupID = "g"
+	if code := runAs(t, br, alice, delo).(*kmsg.DeleteShareGroupOffsetsResponse).ErrorCode; code != kerr.GroupAuthorizationFailed.Code {
+		t.Errorf("delete share group offsets: %v", kerr.ErrorForCode(code))
+	}
+	write := kmsg.NewPtrWriteShareGroupStateRequest()
+	write.GroupID = "g"
+	write.Topics = []kmsg.WriteShareGroupStateRequestTopic{{Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+	if code := runAs(t, br, alice, write).(*kmsg.WriteShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("write share group state: %v", kerr.ErrorForCode(code))
+	}
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.SetVersion(6)
+	fc.CoordinatorType = 2
+	fc.CoordinatorKeys = []string{"g:AAAAAAAAAAAAAAAAAAAAAA:0"}
+	if code := runAs(t, br, alice, fc).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode; code != kerr.ClusterAuthorizationFailed.Code {
+		t.Errorf("find share coordinator: %v", kerr.ErrorForCode(code))
+	}
+	// A malformed SHARE key, by a principal that may ask.
+	fc.CoordinatorKeys = []string{"g:not-a-topic-id:0", "g:AAAAAAAAAAAAAAAAAAAAAA"}
+	for _, c := range runRequest(t, br, fc).(*kmsg.FindCoordinatorResponse).Coordinators {
+		if c.ErrorCode != kerr.InvalidRequest.Code {
+			t.Errorf("malformed share key %q: %v", c.Key, kerr.ErrorForCode(c.ErrorCode))
+		}
+	}
+}
+
+// GROUP configs: DescribeConfigs lists every share.* config with its
+// source; IncrementalAlterConfigs checks values against the broker's
+// group.share.* bounds and refuses unknown names with INVALID_CONFIG.
+func TestShareGroupConfigs(t *testing.T) {
+	br, addr := startShareBroker(t)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	setGroupConfigs(t, cl, "g", "share.record.lock.duration.ms", "5000", "share.isolation.level", "read_committed")
+	describe := func(names ...string) map[string]kmsg.DescribeConfigsResponseResourceConfig {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		req.SetVersion(4)
+		req.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "g", ConfigNames: names}}
+		resp := runRequest(t, br, req).(*kmsg.DescribeConfigsResponse)
+		if code := resp.Resources[0].ErrorCode; code != 0 {
+			t.Fatalf("describe: %v", kerr.ErrorForCode(code))
+		}
+		out := map[string]kmsg.DescribeConfigsResponseResourceConfig{}
+		for _, c := range resp.Resources[0].Configs {
+			out[c.Name] = c
+		}
+		return out
+	}
+	all := describe()
+	if len(all) != 8 {
+		t.Fatalf("described %d configs, want the 8 share.* ones: %v", len(all), all)
+	}
+	if c := all["share.record.lock.duration.ms"]; *c.Value != "5000" || c.Source != kmsg.ConfigSource(sourceGroupConfig) || c.IsDefault {
+		t.Errorf("lock duration %+v", c)
+	}
+	if c := all["share.delivery.count.limit"]; *c.Value != "5" || c.Source != kmsg.ConfigSource(sourceDefault) || !c.IsDefault {
+		t.Errorf("delivery count limit %+v", c)
+	}
+	if got := describe("share.isolation.level"); len(got) != 1 || *got["share.isolation.level"].Value != "read_committed" {
+		t.Errorf("filtered describe %v", got)
+	}
+	if cfg := br.shares.config("g"); cfg.RecordLockDuration != 5*time.Second || !cfg.ReadCommitted {
+		t.Errorf("effective config %+v", cfg)
+	}
+	for _, bad := range [][2]string{
+		{"share.record.lock.duration.ms", "999999"},  // above group.share.max.record.lock.duration.ms
+		{"share.auto.offset.reset", "by_duration:x"}, // not an ISO-8601 duration
+		{"share.no.such.config", "1"},
+	} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "g",
+			Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: bad[0], Value: kmsg.StringPtr(bad[1])}}}}
+		resp, err := req.RequestWith(context.Background(), cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := resp.Resources[0]; r.ErrorCode != kerr.InvalidConfig.Code || r.ErrorMessage == nil {
+			t.Errorf("%s=%s: %v", bad[0], bad[1], kerr.ErrorForCode(r.ErrorCode))
+		}
+	}
+	if c := describe("share.record.lock.duration.ms")["share.record.lock.duration.ms"]; *c.Value != "5000" {
+		t.Errorf("a refused change applied: %s", *c.Value)
+	}
+}
+
+// Share groups in the classic group APIs, as Kafka answers: ListGroups
+// lists them with type "share" (and filters by it), DescribeGroups and a
+// JoinGroup of their id answer GROUP_ID_NOT_FOUND, DeleteGroups deletes an
+// empty one with its share state.
+func TestShareGroupsInGroupAPIs(t *testing.T) {
+	br, addr := startShareBroker(t)
+	shareTopic(t, br, addr, "lg", "sg", 1)
+	m := newRawShareMember(t, br, "sg", "member-a", "lg")
+
+	list := kmsg.NewPtrListGroupsRequest()
+	list.SetVersion(5)
+	list.TypesFilter = []string{"share"}
+	lg := runRequest(t, br, list).(*kmsg.ListGroupsResponse)
+	if len(lg.Groups) != 1 || lg.Groups[0].Group != "sg" || lg.Groups[0].GroupType != "share" || lg.Groups[0].GroupState != "Stable" {
+		t.Fatalf("ListGroups(share): %+v", lg.Groups)
+	}
+	list.TypesFilter = []string{"classic"}
+	if lg := runRequest(t, br, list).(*kmsg.ListGroupsResponse); len(lg.Groups) != 0 {
+		t.Fatalf("ListGroups(classic): %+v", lg.Groups)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.SetVersion(5)
+	dg.Groups = []string{"sg"}
+	if g := runRequest(t, br, dg).(*kmsg.DescribeGroupsResponse).Groups[0]; g.ErrorCode != kerr.GroupIDNotFound.Code {
+		t.Fatalf("DescribeGroups: %+v", g)
+	}
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.SetVersion(9)
+	join.Group, join.ProtocolType, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis = "sg", "consumer", 10000, 10000
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{}}}
+	if code := runRequest(t, br, join).(*kmsg.JoinGroupResponse).ErrorCode; code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("JoinGroup of a share group id: %v", kerr.ErrorForCode(code))
+	}
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.SetVersion(2)
+	del.Groups = []string{"sg"}
+	if code := runRequest(t, br, del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != kerr.NonEmptyGroup.Code {
+		t.Fatalf("DeleteGroups of a group with a member: %v", kerr.ErrorForCode(code))
+	}
+	if hb := m.heartbeat(-1); hb.ErrorCode != 0 {
+		t.Fatalf("leave: %v", kerr.ErrorForCode(hb.ErrorCode))
+	}
+	if code := runRequest(t, br, del).(*kmsg.DeleteGroupsResponse).Groups[0].ErrorCode; code != 0 {
+		t.Fatalf("DeleteGroups: %v", kerr.ErrorForCode(code))
+	}
+	sd := kmsg.NewPtrShareGroupDescribeRequest()
+	sd.GroupIDs = []string{"sg"}
+	if code := runRequest(t, br, sd).(*kmsg.ShareGroupDescribeResponse).Groups[0].ErrorCode; code != kerr.GroupIDNotFound.Code {
+		t.Fatalf("ShareGroupDescribe after delete: %v", kerr.ErrorForCode(code))
+	}
+	// The share state went with it: reading it is refused (uninitialized).
+	read := kmsg.NewPtrReadShareGroupStateRequest()
+	read.GroupID = "sg"
+	read.Topics = []kmsg.ReadShareGroupStateRequestTopic{{TopicID: m.topicID, Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{{Partition: 0, LeaderEpoch: -1}}}}
+	if code := runRequest(t, br, read).(*kmsg.ReadShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidRequest.Code {
+		t.Fatalf("share state after delete: %v", kerr.ErrorForCode(code))
 	}
 }
