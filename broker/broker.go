@@ -64,7 +64,7 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 		imageReady: make(chan struct{})}
 	b.dispatch = newDispatcher(b.apis())
 	b.metrics = newMetrics()
-	b.metrics.reg.MustRegister(newStateCollector(b))
+	b.metrics.reg.MustRegister(newStateCollector(b), newShareCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
 	return b

@@ -366,6 +366,29 @@ func TestShareReleaseRejectDeliveryLimit(t *testing.T) {
 	if g := resp.Groups[0]; g.ErrorCode != 0 || len(g.Topics) != 1 || g.Topics[0].Partitions[0].StartOffset != 3 || g.Topics[0].Partitions[0].Lag != 0 {
 		t.Fatalf("described %+v", resp.Groups)
 	}
+	// The metrics tell the same story: 5 deliveries, 1 accepted, 2
+	// released, 1 rejected and 2 archived (the rejection and the poison
+	// record), no lag; two members.
+	for event, want := range map[string]float64{"acquired": 5, "accepted": 1, "released": 2, "rejected": 1, "archived": 2, "lock_timeout": 0} {
+		if got, ok := metricValue(t, br, "kbroker_share_group_records_total", "group", "g", "event", event); !ok || got != want {
+			t.Errorf("kbroker_share_group_records_total{event=%q} = %v (%v), want %v", event, got, ok, want)
+		}
+		if got, _ := metricValue(t, br, "kbroker_share_partition_records_total", "group", "g", "topic", "rel", "partition", "0", "event", event); got != want {
+			t.Errorf("kbroker_share_partition_records_total{event=%q} = %v, want %v", event, got, want)
+		}
+	}
+	if got, ok := metricValue(t, br, "kbroker_share_group_lag", "group", "g"); !ok || got != 0 {
+		t.Errorf("kbroker_share_group_lag = %v (%v)", got, ok)
+	}
+	if got, _ := metricValue(t, br, "kbroker_share_group_members", "group", "g"); got != 2 {
+		t.Errorf("kbroker_share_group_members = %v", got)
+	}
+	if got, _ := metricValue(t, br, "kbroker_share_partition_start_offset", "group", "g", "topic", "rel", "partition", "0"); got != 3 {
+		t.Errorf("kbroker_share_partition_start_offset = %v", got)
+	}
+	if got, _ := metricValue(t, br, "kbroker_share_sessions"); got != 2 {
+		t.Errorf("kbroker_share_sessions = %v", got)
+	}
 }
 
 // With the StandardAuthorizer the share APIs check as Kafka: the group
@@ -559,4 +582,36 @@ func TestShareGroupsInGroupAPIs(t *testing.T) {
 	if code := runRequest(t, br, read).(*kmsg.ReadShareGroupStateResponse).Topics[0].Partitions[0].ErrorCode; code != kerr.InvalidRequest.Code {
 		t.Fatalf("share state after delete: %v", kerr.ErrorForCode(code))
 	}
+}
+
+// metricValue scrapes the broker's registry for name with exactly the
+// given labels (pairs), gauge or counter.
+func metricValue(t *testing.T, br *Broker, name string, labels ...string) (float64, bool) {
+	t.Helper()
+	families, err := br.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if got[labels[i]] != labels[i+1] {
+					continue metrics
+				}
+			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue(), true
+			}
+			return m.GetGauge().GetValue(), true
+		}
+	}
+	return 0, false
 }

@@ -22,8 +22,9 @@ import (
 type pendingWrite struct {
 	offsets []int64
 	done    chan int16 // nil: nobody waits (lock timeouts)
-	// tallies for the metrics once committed
-	accepted, released, archived int64
+	// tallies for the metrics once committed (rejected: archived by a
+	// REJECT, counted in archived too)
+	accepted, released, archived, rejected int64
 }
 
 func (pw *pendingWrite) add(off int64, from, to RecordState) {
@@ -203,6 +204,7 @@ func (p *Partition) finishLocked(batch []*pendingWrite, code int16) (released bo
 			p.stats.accepted.Add(pw.accepted)
 			p.stats.released.Add(pw.released)
 			p.stats.archived.Add(pw.archived)
+			p.stats.rejected.Add(pw.rejected)
 		}
 	}
 	if code == kerr.FencedStateEpoch.Code || code == kerr.FencedLeaderEpoch.Code {
