@@ -240,7 +240,6 @@ func valuesOf(acks []acked) []string {
 	return out
 }
 
-
 // setShareGroupConfigs sets a share group's GROUP configs (pairs).
 func setShareGroupConfigs(ctx context.Context, cl *kgo.Client, group string, kvs ...string) error {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
