@@ -107,10 +107,20 @@ func (s *shares) acquireLoop(ctx context.Context, group string, targets []*share
 	}()
 	timer := time.NewTimer(l.maxWait)
 	defer timer.Stop()
+	shortened := false
 	for {
 		s.acquireRound(targets, l, acq, errs, epoch)
 		if acq.bytes >= l.minBytes || len(errs) > 0 || acq.budget <= 0 || l.maxWait == 0 {
 			return acq, errs
+		}
+		if !shortened && waitsOnItself(targets, l.member) {
+			// Another member's acknowledgement may still make room
+			// soon; the member's own comes with its next request.
+			shortened = true
+			if !timer.Stop() {
+				return acq, errs // fired meanwhile
+			}
+			timer.Reset(min(selfWait, l.maxWait))
 		}
 		select {
 		case <-w.C:
@@ -120,6 +130,28 @@ func (s *shares) acquireLoop(ctx context.Context, group string, targets []*share
 			return acq, errs
 		}
 	}
+}
+
+// selfWait bounds the long poll of a fetch that waits on itself
+// (waitsOnItself): long enough for the acknowledgements of other members
+// to make room, short enough that a member's own acknowledgements, queued
+// behind this fetch in the client, do not wait out MaxWait; and a client
+// that keeps fetching while it holds records is not answered in a busy
+// loop.
+const selfWait = 5 * time.Millisecond
+
+// waitsOnItself: every target's window is full with records the member
+// holds among them, so that mostly the member's own acknowledgements,
+// which a client that fetches ahead sends with its next request, can make
+// room. MaxWaitMillis is a bound, not a promise: such a fetch waits
+// selfWait at most.
+func waitsOnItself(targets []*shareTarget, member string) bool {
+	for _, t := range targets {
+		if !t.sp.WaitsOn(member) {
+			return false
+		}
+	}
+	return true
 }
 
 // acquireRound tries every target once, starting at a position rotated by

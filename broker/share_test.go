@@ -29,7 +29,7 @@ func startShareBroker(t *testing.T) (*Broker, string) {
 	return br, br.cfg.ClientListener().Address()
 }
 
-func setGroupConfigs(t *testing.T, cl *kgo.Client, group string, kvs ...string) {
+func setGroupConfigs(t testing.TB, cl *kgo.Client, group string, kvs ...string) {
 	t.Helper()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
