@@ -17,11 +17,14 @@ import (
 // four franz-go share consumers of one group read b.N records produced
 // before they joined, each record acquired, handed out and accepted (the
 // acceptance written to the share coordinator, which replicates nothing
-// here). make bench's qs-share measures the same on three brokers.
+// here), share.partition.max.record.locks=10000 as make bench's qs-share,
+// which measures the same on three brokers.
 func BenchmarkShareConsume(b *testing.B) {
 	br := startTestBroker(b, func(c *config.Config) {
 		c.OffsetsTopicNumPartitions = 1
 		c.ShareCoordinatorStateTopicPartitions = 1
+		c.GroupShareMinHeartbeatInterval = 100 * time.Millisecond
+		c.GroupShareHeartbeatInterval = 200 * time.Millisecond // the members join in a fraction of a second
 	})
 	createTopic(b, br, "sq")
 	addr := br.cfg.ClientListener().Address()
