@@ -16,6 +16,12 @@ FUZZ_PROPS    ?= 50000x
 # The security decoders (issue 15): SASL exchanges, JAAS, ACL filters,
 # encrypted keys; 0.3-2 s each, about 8 s together.
 FUZZ_SECURITY ?= 20000x
+# The share group decoders (issue 16): __consumer_offsets and
+# __share_group_state records, state batches, a share-partition's
+# operations, share.auto.offset.reset; 1-12 s each, about 20-40 s together.
+FUZZ_SHARE    ?= 10000x
+SHARE_FUZZ    := FuzzDecodeRecord:./broker/share FuzzDecodeRecord:./broker/sharestate FuzzCombineBatches:./broker/sharestate \
+	FuzzPartitionOps:./broker/sharepartition FuzzParseAutoOffsetReset:./broker/shareconfig
 SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPlainMessage:./security/sasl/plain \
 	FuzzExchange:./security/sasl/scram FuzzClientMessage:./security/sasl/oauthbearer FuzzDecrypt:./security/pkcs8 \
 	FuzzSaslRequests:./security/session
@@ -89,6 +95,10 @@ fuzz:
 	@for t in $(SECURITY_FUZZ); do \
 		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SECURITY) $${t#*:}"; \
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SECURITY) $${t#*:} || exit 1; \
+	done
+	@for t in $(SHARE_FUZZ); do \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SHARE) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SHARE) $${t#*:} || exit 1; \
 	done
 
 # Benchmarks (issues 8 and 20; not part of make test). make bench runs both
