@@ -96,27 +96,22 @@
 // its keys' last snapshots; idle keys are snapshotted again first (cold
 // snapshots) so that they do not hold the log (prune.go).
 //
-// # Wiring into the broker (the next step)
+// # Wiring into the broker
 //
-//   - One Coordinator per broker (NewCoordinator with PartitionExists from
-//     the metadata image); applyImage calls BecomeLeader/Resign for the
-//     __share_group_state partitions it leads or stops leading, exactly as
-//     groups.go does for __consumer_offsets. The StateLog adapter appends
-//     with acks=all through the partition's replication path and returns
-//     the batch's base offset; DeleteRecordsBefore is the DeleteRecords
-//     path. Records come from storage.Log reads of the whole partition.
-//   - The topic is created from Options.StateTopic(live brokers) on first
-//     use (FindCoordinator key type 2 "share", or the first state request).
+//   - broker/shares.go: one Coordinator per broker; applyImage calls
+//     BecomeLeader/Resign for the __share_group_state partitions it leads
+//     or stops leading. The StateLog adapter appends with acks=all through
+//     the partition's replication path; DeleteRecordsBefore is the
+//     DeleteRecords path.
+//   - The topic is created from Options.StateTopic on first use
+//     (FindCoordinator key type 2, or the first state request).
 //   - FindCoordinator v6 with KeyType 2: the key is "group:topicId:partition"
 //     and the answer is the leader of PartitionFor.
-//   - api_83 .. api_87: one file each, calling the handlers of this
-//     package; a request for keys this broker does not lead gets
-//     NOT_COORDINATOR per partition (the sender looks the coordinator up
-//     again). ApiVersions advertises 83 v0, 84 v0, 85 v0-1, 86 v0, 87 v0-1.
-//   - The persister the share-partition leaders and the group coordinator
-//     use (broker/sharepartition.StateStore, broker/share.StateStore)
-//     groups keys by coordinator (FindCoordinator), calls this package
-//     directly for local keys and sends requests 83-87 to other brokers,
-//     retrying NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
+//   - api_83 .. api_87 call the handlers of this package; keys this broker
+//     does not lead get NOT_COORDINATOR per partition.
+//   - The persister (broker/share_persister.go) used by the share-partition
+//     leaders and the group coordinator calls this package directly for
+//     local keys and sends requests 83-87 to the other brokers, retrying
+//     NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
 //     COORDINATOR_LOAD_IN_PROGRESS after a new lookup.
 package sharestate
