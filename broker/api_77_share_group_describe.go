@@ -19,17 +19,14 @@ import (
 func (b *Broker) handleShareGroupDescribe(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.ShareGroupDescribeRequest)
 	keep := *r
-	keep.GroupIDs = nil
 	var denied []kmsg.ShareGroupDescribeResponseGroup
-	for _, g := range r.GroupIDs {
-		if code := b.groupAllowed(req, acl.OpDescribe, g); code != 0 {
+	keep.GroupIDs, denied = partitionByAuthorized(r.GroupIDs,
+		func(g string) int16 { return b.groupAllowed(req, acl.OpDescribe, g) },
+		func(g string, code int16) kmsg.ShareGroupDescribeResponseGroup {
 			dg := kmsg.NewShareGroupDescribeResponseGroup()
 			dg.GroupID, dg.ErrorCode, dg.AuthorizedOperations = g, code, authorizedOpsOmitted
-			denied = append(denied, dg)
-			continue
-		}
-		keep.GroupIDs = append(keep.GroupIDs, g)
-	}
+			return dg
+		})
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
 		resp := b.shares.groups.ShareGroupDescribe(ctx, &keep)
 		for i := range resp.Groups {

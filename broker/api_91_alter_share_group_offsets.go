@@ -23,20 +23,17 @@ func (b *Broker) handleAlterShareGroupOffsets(_ context.Context, req *protocol.R
 		return refuse(req, code)
 	}
 	keep := *r
-	keep.Topics = nil
 	var denied []kmsg.AlterShareGroupOffsetsResponseTopic
-	for _, t := range r.Topics {
-		if code := b.topicAllowed(req, acl.OpRead, t.Topic); code != 0 {
+	keep.Topics, denied = partitionByAuthorized(r.Topics,
+		func(t kmsg.AlterShareGroupOffsetsRequestTopic) int16 { return b.topicAllowed(req, acl.OpRead, t.Topic) },
+		func(t kmsg.AlterShareGroupOffsetsRequestTopic, code int16) kmsg.AlterShareGroupOffsetsResponseTopic {
 			out := kmsg.NewAlterShareGroupOffsetsResponseTopic()
 			out.Topic = t.Topic
 			for _, p := range t.Partitions {
 				out.Partitions = append(out.Partitions, kmsg.AlterShareGroupOffsetsResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
 			}
-			denied = append(denied, out)
-			continue
-		}
-		keep.Topics = append(keep.Topics, t)
-	}
+			return out
+		})
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
 		resp := b.shares.groups.AlterShareGroupOffsets(ctx, &keep)
 		resp.Topics = append(resp.Topics, denied...)

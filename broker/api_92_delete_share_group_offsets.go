@@ -21,17 +21,16 @@ func (b *Broker) handleDeleteShareGroupOffsets(_ context.Context, req *protocol.
 		return refuse(req, code)
 	}
 	keep := *r
-	keep.Topics = nil
 	var denied []kmsg.DeleteShareGroupOffsetsResponseTopic
-	for _, t := range r.Topics {
-		if code := b.topicAllowed(req, acl.OpRead, t.Topic); code != 0 {
+	keep.Topics, denied = partitionByAuthorized(r.Topics,
+		func(t kmsg.DeleteShareGroupOffsetsRequestTopic) int16 {
+			return b.topicAllowed(req, acl.OpRead, t.Topic)
+		},
+		func(t kmsg.DeleteShareGroupOffsetsRequestTopic, code int16) kmsg.DeleteShareGroupOffsetsResponseTopic {
 			out := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
 			out.Topic, out.ErrorCode = t.Topic, code
-			denied = append(denied, out)
-			continue
-		}
-		keep.Topics = append(keep.Topics, t)
-	}
+			return out
+		})
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
 		resp := b.shares.groups.DeleteShareGroupOffsets(ctx, &keep)
 		if resp.ErrorCode == 0 {

@@ -25,6 +25,19 @@ func refuse(req *protocol.Request, code int16) protocol.Response {
 	return protocol.Response{Close: true}
 }
 
+// partitionByAuthorized splits items into those check allows (code 0)
+// and the answers deny makes of the others.
+func partitionByAuthorized[T, D any](items []T, check func(T) int16, deny func(T, int16) D) (keep []T, denied []D) {
+	for _, it := range items {
+		if code := check(it); code != 0 {
+			denied = append(denied, deny(it, code))
+			continue
+		}
+		keep = append(keep, it)
+	}
+	return keep, denied
+}
+
 // fetchDenied lists the topics a Fetch may not read: every topic of a
 // follower without CLUSTER_ACTION, or each topic a consumer lacks READ on.
 func (b *Broker) fetchDenied(req *protocol.Request, r *kmsg.FetchRequest) map[string]bool {

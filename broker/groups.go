@@ -29,7 +29,7 @@ type groups struct {
 	coord *group.Coordinator
 	log   *slog.Logger
 
-	work chan groupTransition
+	work chan leaderTransition
 	stop chan struct{}
 	done chan struct{}
 
@@ -41,15 +41,9 @@ type groups struct {
 	createMu sync.Mutex // one creation of the offsets topic at a time
 }
 
-type groupTransition struct {
-	partition int32
-	leader    bool
-	part      *replication.Partition
-}
-
 func newGroups(b *Broker) *groups {
 	cfg := b.cfg
-	g := &groups{b: b, log: b.logger.With("component", "groups"), work: make(chan groupTransition, 1024),
+	g := &groups{b: b, log: b.logger.With("component", "groups"), work: make(chan leaderTransition, 1024),
 		stop: make(chan struct{}), done: make(chan struct{}), led: map[int32]int32{}}
 	g.coord = group.NewCoordinator(group.Options{
 		NumPartitions:                 cfg.OffsetsTopicNumPartitions,
@@ -139,34 +133,12 @@ func (g *groups) close() {
 // __consumer_offsets partitions. Runs on the image goroutine after the
 // partitions' roles were applied.
 func (g *groups) applyImage(img *controller.Image) {
-	t, ok := img.Topics[offsetsTopic]
-	seen := map[int32]bool{}
-	if ok {
-		for _, p := range t.Partitions {
-			if p.Leader != g.b.cfg.NodeID {
-				continue
-			}
-			seen[p.Index] = true
-			if epoch, led := g.led[p.Index]; led && epoch == p.LeaderEpoch {
-				continue
-			}
-			part, held := g.b.replicas.Partition(offsetsTopic, p.Index)
-			if !held {
-				continue
-			}
-			g.led[p.Index] = p.LeaderEpoch
-			g.send(groupTransition{partition: p.Index, leader: true, part: part})
-		}
-	}
-	for idx := range g.led {
-		if !seen[idx] {
-			delete(g.led, idx)
-			g.send(groupTransition{partition: idx, leader: false})
-		}
+	for _, t := range g.b.leadershipChanges(img, offsetsTopic, g.led) {
+		g.send(t)
 	}
 }
 
-func (g *groups) send(t groupTransition) {
+func (g *groups) send(t leaderTransition) {
 	select {
 	case g.work <- t:
 	case <-g.stop:

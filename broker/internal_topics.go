@@ -9,7 +9,53 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/replication/controller"
 )
+
+// leaderTransition: this broker started (part set) or stopped leading a
+// partition of an internal topic whose coordinator follows its leaders
+// (__consumer_offsets, __share_group_state).
+type leaderTransition struct {
+	partition int32
+	leader    bool
+	part      *replication.Partition
+}
+
+// leadershipChanges lists what changed in img for the partitions of topic
+// this broker leads, against led (each partition led, at the leader epoch
+// last reported), and updates led. A partition led at a new epoch is
+// reported again; one whose replica is not held yet is left for a later
+// image.
+func (b *Broker) leadershipChanges(img *controller.Image, topic string, led map[int32]int32) []leaderTransition {
+	var out []leaderTransition
+	seen := map[int32]bool{}
+	if t, ok := img.Topics[topic]; ok {
+		for _, p := range t.Partitions {
+			if p.Leader != b.cfg.NodeID {
+				continue
+			}
+			seen[p.Index] = true
+			if epoch, ok := led[p.Index]; ok && epoch == p.LeaderEpoch {
+				continue
+			}
+			part, held := b.replicas.Partition(topic, p.Index)
+			if !held {
+				continue
+			}
+			led[p.Index] = p.LeaderEpoch
+			out = append(out, leaderTransition{partition: p.Index, leader: true, part: part})
+		}
+	}
+	for idx := range led {
+		if !seen[idx] {
+			delete(led, idx)
+			out = append(out, leaderTransition{partition: idx})
+		}
+	}
+	return out
+}
 
 // internalTopic is how the broker creates one of the internal topics it
 // manages (__consumer_offsets, __share_group_state): on first use, with

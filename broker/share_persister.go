@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"net"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -149,167 +150,86 @@ func ask[Req kmsg.Request, Resp kmsg.Response](ctx context.Context, p *statePers
 	return resp, ok
 }
 
-// forEachKey runs call for every partition of a state request
-// concurrently and returns the answers in request order.
-func forEachKey[T, P, R any](topics []T, split func(T) ([16]byte, []P), call func(id [16]byte, p P) R) [][]R {
-	out := make([][]R, len(topics))
+// fanOutState sends every key of a state request (83-87) to its share
+// coordinator, concurrently, one key a request, and assembles the answers
+// in request order. The five requests and responses share one layout,
+// which this walks by reflection rather than five copies of the same code:
+// a request's GroupID and Topics[].TopicID/Partitions[].Partition, a
+// response's Topics[].TopicID/Partitions[] with Partition and ErrorCode.
+// A key with no answer gets the last retriable code with its partition
+// number.
+func fanOutState[Req kmsg.Request, Resp kmsg.Response](ctx context.Context, p *statePersister, req Req, local func(context.Context, Req) Resp) Resp {
+	resp := req.ResponseKind().(Resp)
+	rq, rs := reflect.ValueOf(req).Elem(), reflect.ValueOf(resp).Elem()
+	group := rq.FieldByName("GroupID").String()
+	topics := rq.FieldByName("Topics")
+	out := reflect.MakeSlice(rs.FieldByName("Topics").Type(), topics.Len(), topics.Len())
 	var wg sync.WaitGroup
-	for i, t := range topics {
-		id, ps := split(t)
-		out[i] = make([]R, len(ps))
-		for j, pt := range ps {
+	for i := range topics.Len() {
+		t, ot := topics.Index(i), out.Index(i)
+		id := t.FieldByName("TopicID").Interface().([16]byte)
+		ot.FieldByName("TopicID").Set(t.FieldByName("TopicID"))
+		parts := t.FieldByName("Partitions")
+		answers := reflect.MakeSlice(ot.FieldByName("Partitions").Type(), parts.Len(), parts.Len())
+		ot.FieldByName("Partitions").Set(answers)
+		for j := range parts.Len() {
+			// The same request with this key alone.
+			one := reflect.New(rq.Type())
+			one.Elem().Set(rq)
+			oneTopic := reflect.New(t.Type()).Elem()
+			oneTopic.Set(t)
+			oneTopic.FieldByName("Partitions").Set(parts.Slice(j, j+1))
+			oneTopics := reflect.MakeSlice(topics.Type(), 1, 1)
+			oneTopics.Index(0).Set(oneTopic)
+			one.Elem().FieldByName("Topics").Set(oneTopics)
+			partition := int32(parts.Index(j).FieldByName("Partition").Int())
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				out[i][j] = call(id, pt)
+				key := sharestate.Key{Group: group, TopicID: id, Partition: partition}
+				answer, code := callState(ctx, p, key, one.Interface().(Req), local, func(r Resp) (reflect.Value, int16, bool) {
+					ts := reflect.ValueOf(r).Elem().FieldByName("Topics")
+					if ts.Len() != 1 || ts.Index(0).FieldByName("Partitions").Len() != 1 {
+						return reflect.Value{}, 0, false
+					}
+					a := ts.Index(0).FieldByName("Partitions").Index(0)
+					return a, int16(a.FieldByName("ErrorCode").Int()), true
+				})
+				a := answers.Index(j)
+				if answer.IsValid() {
+					a.Set(answer)
+				}
+				a.FieldByName("Partition").SetInt(int64(partition))
+				a.FieldByName("ErrorCode").SetInt(int64(code))
 			}()
 		}
 	}
 	wg.Wait()
-	return out
+	rs.FieldByName("Topics").Set(out)
+	return resp
 }
 
-// stateKeyOf is the share coordinator key of a request's partition.
-func stateKeyOf(group string, id [16]byte, partition int32) sharestate.Key {
-	return sharestate.Key{Group: group, TopicID: id, Partition: partition}
-}
-
-// InitializeShareGroupState (83) through the key's coordinators.
+// InitializeShareGroupState (83) through the keys' coordinators.
 func (p *statePersister) InitializeShareGroupState(ctx context.Context, req *kmsg.InitializeShareGroupStateRequest) (*kmsg.InitializeShareGroupStateResponse, error) {
-	type (
-		rt = kmsg.InitializeShareGroupStateRequestTopic
-		rp = kmsg.InitializeShareGroupStateRequestTopicPartition
-		pr = kmsg.InitializeShareGroupStateResponseTopicPartition
-	)
-	answers := forEachKey(req.Topics, func(t rt) ([16]byte, []rp) { return t.TopicID, t.Partitions }, func(id [16]byte, part rp) pr {
-		one := kmsg.NewPtrInitializeShareGroupStateRequest()
-		one.Version, one.GroupID = req.Version, req.GroupID
-		one.Topics = []rt{{TopicID: id, Partitions: []rp{part}}}
-		out, code := callState(ctx, p, stateKeyOf(req.GroupID, id, part.Partition), one, p.s.state.InitializeShareGroupState,
-			func(r *kmsg.InitializeShareGroupStateResponse) (pr, int16, bool) {
-				if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
-					return r.Topics[0].Partitions[0], r.Topics[0].Partitions[0].ErrorCode, true
-				}
-				return pr{}, 0, false
-			})
-		out.Partition, out.ErrorCode = part.Partition, code
-		return out
-	})
-	resp := req.ResponseKind().(*kmsg.InitializeShareGroupStateResponse)
-	for i, t := range req.Topics {
-		resp.Topics = append(resp.Topics, kmsg.InitializeShareGroupStateResponseTopic{TopicID: t.TopicID, Partitions: answers[i]})
-	}
-	return resp, nil
+	return fanOutState(ctx, p, req, p.s.state.InitializeShareGroupState), nil
 }
 
-// ReadShareGroupState (84) through the key's coordinators.
+// ReadShareGroupState (84) through the keys' coordinators.
 func (p *statePersister) ReadShareGroupState(ctx context.Context, req *kmsg.ReadShareGroupStateRequest) (*kmsg.ReadShareGroupStateResponse, error) {
-	type (
-		rt = kmsg.ReadShareGroupStateRequestTopic
-		rp = kmsg.ReadShareGroupStateRequestTopicPartition
-		pr = kmsg.ReadShareGroupStateResponseTopicPartition
-	)
-	answers := forEachKey(req.Topics, func(t rt) ([16]byte, []rp) { return t.TopicID, t.Partitions }, func(id [16]byte, part rp) pr {
-		one := kmsg.NewPtrReadShareGroupStateRequest()
-		one.Version, one.GroupID = req.Version, req.GroupID
-		one.Topics = []rt{{TopicID: id, Partitions: []rp{part}}}
-		out, code := callState(ctx, p, stateKeyOf(req.GroupID, id, part.Partition), one, p.s.state.ReadShareGroupState,
-			func(r *kmsg.ReadShareGroupStateResponse) (pr, int16, bool) {
-				if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
-					return r.Topics[0].Partitions[0], r.Topics[0].Partitions[0].ErrorCode, true
-				}
-				return pr{}, 0, false
-			})
-		out.Partition, out.ErrorCode = part.Partition, code
-		return out
-	})
-	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateResponse)
-	for i, t := range req.Topics {
-		resp.Topics = append(resp.Topics, kmsg.ReadShareGroupStateResponseTopic{TopicID: t.TopicID, Partitions: answers[i]})
-	}
-	return resp, nil
+	return fanOutState(ctx, p, req, p.s.state.ReadShareGroupState), nil
 }
 
-// WriteShareGroupState (85) through the key's coordinators.
+// WriteShareGroupState (85) through the keys' coordinators.
 func (p *statePersister) WriteShareGroupState(ctx context.Context, req *kmsg.WriteShareGroupStateRequest) (*kmsg.WriteShareGroupStateResponse, error) {
-	type (
-		rt = kmsg.WriteShareGroupStateRequestTopic
-		rp = kmsg.WriteShareGroupStateRequestTopicPartition
-		pr = kmsg.WriteShareGroupStateResponseTopicPartition
-	)
-	answers := forEachKey(req.Topics, func(t rt) ([16]byte, []rp) { return t.TopicID, t.Partitions }, func(id [16]byte, part rp) pr {
-		one := kmsg.NewPtrWriteShareGroupStateRequest()
-		one.Version, one.GroupID = req.Version, req.GroupID
-		one.Topics = []rt{{TopicID: id, Partitions: []rp{part}}}
-		out, code := callState(ctx, p, stateKeyOf(req.GroupID, id, part.Partition), one, p.s.state.WriteShareGroupState,
-			func(r *kmsg.WriteShareGroupStateResponse) (pr, int16, bool) {
-				if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
-					return r.Topics[0].Partitions[0], r.Topics[0].Partitions[0].ErrorCode, true
-				}
-				return pr{}, 0, false
-			})
-		out.Partition, out.ErrorCode = part.Partition, code
-		return out
-	})
-	resp := req.ResponseKind().(*kmsg.WriteShareGroupStateResponse)
-	for i, t := range req.Topics {
-		resp.Topics = append(resp.Topics, kmsg.WriteShareGroupStateResponseTopic{TopicID: t.TopicID, Partitions: answers[i]})
-	}
-	return resp, nil
+	return fanOutState(ctx, p, req, p.s.state.WriteShareGroupState), nil
 }
 
-// DeleteShareGroupState (86) through the key's coordinators.
+// DeleteShareGroupState (86) through the keys' coordinators.
 func (p *statePersister) DeleteShareGroupState(ctx context.Context, req *kmsg.DeleteShareGroupStateRequest) (*kmsg.DeleteShareGroupStateResponse, error) {
-	type (
-		rt = kmsg.DeleteShareGroupStateRequestTopic
-		rp = kmsg.DeleteShareGroupStateRequestTopicPartition
-		pr = kmsg.DeleteShareGroupStateResponseTopicPartition
-	)
-	answers := forEachKey(req.Topics, func(t rt) ([16]byte, []rp) { return t.TopicID, t.Partitions }, func(id [16]byte, part rp) pr {
-		one := kmsg.NewPtrDeleteShareGroupStateRequest()
-		one.Version, one.GroupID = req.Version, req.GroupID
-		one.Topics = []rt{{TopicID: id, Partitions: []rp{part}}}
-		out, code := callState(ctx, p, stateKeyOf(req.GroupID, id, part.Partition), one, p.s.state.DeleteShareGroupState,
-			func(r *kmsg.DeleteShareGroupStateResponse) (pr, int16, bool) {
-				if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
-					return r.Topics[0].Partitions[0], r.Topics[0].Partitions[0].ErrorCode, true
-				}
-				return pr{}, 0, false
-			})
-		out.Partition, out.ErrorCode = part.Partition, code
-		return out
-	})
-	resp := req.ResponseKind().(*kmsg.DeleteShareGroupStateResponse)
-	for i, t := range req.Topics {
-		resp.Topics = append(resp.Topics, kmsg.DeleteShareGroupStateResponseTopic{TopicID: t.TopicID, Partitions: answers[i]})
-	}
-	return resp, nil
+	return fanOutState(ctx, p, req, p.s.state.DeleteShareGroupState), nil
 }
 
-// ReadShareGroupStateSummary (87) through the key's coordinators.
+// ReadShareGroupStateSummary (87) through the keys' coordinators.
 func (p *statePersister) ReadShareGroupStateSummary(ctx context.Context, req *kmsg.ReadShareGroupStateSummaryRequest) (*kmsg.ReadShareGroupStateSummaryResponse, error) {
-	type (
-		rt = kmsg.ReadShareGroupStateSummaryRequestTopic
-		rp = kmsg.ReadShareGroupStateSummaryRequestTopicPartition
-		pr = kmsg.ReadShareGroupStateSummaryResponseTopicPartition
-	)
-	answers := forEachKey(req.Topics, func(t rt) ([16]byte, []rp) { return t.TopicID, t.Partitions }, func(id [16]byte, part rp) pr {
-		one := kmsg.NewPtrReadShareGroupStateSummaryRequest()
-		one.Version, one.GroupID = req.Version, req.GroupID
-		one.Topics = []rt{{TopicID: id, Partitions: []rp{part}}}
-		out, code := callState(ctx, p, stateKeyOf(req.GroupID, id, part.Partition), one, p.s.state.ReadShareGroupStateSummary,
-			func(r *kmsg.ReadShareGroupStateSummaryResponse) (pr, int16, bool) {
-				if len(r.Topics) == 1 && len(r.Topics[0].Partitions) == 1 {
-					return r.Topics[0].Partitions[0], r.Topics[0].Partitions[0].ErrorCode, true
-				}
-				return pr{}, 0, false
-			})
-		out.Partition, out.ErrorCode = part.Partition, code
-		return out
-	})
-	resp := req.ResponseKind().(*kmsg.ReadShareGroupStateSummaryResponse)
-	for i, t := range req.Topics {
-		resp.Topics = append(resp.Topics, kmsg.ReadShareGroupStateSummaryResponseTopic{TopicID: t.TopicID, Partitions: answers[i]})
-	}
-	return resp, nil
+	return fanOutState(ctx, p, req, p.s.state.ReadShareGroupStateSummary), nil
 }

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -154,8 +155,7 @@ func (m *rawShareMember) fetch(maxRecords int32, acks ...ackSpec) *kmsg.ShareFet
 	m.t.Helper()
 	req := kmsg.NewPtrShareFetchRequest()
 	req.Version = 2
-	req.GroupID, req.MemberID = &m.id, &m.id
-	req.GroupID = &m.group
+	req.GroupID, req.MemberID = &m.group, &m.id
 	req.ShareSessionEpoch = m.sessionEpoch
 	req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords, req.BatchSize = 100, 1, 1<<20, maxRecords, maxRecords
 	req.ShareAcquireMode = 1 // record limit: exactly maxRecords
@@ -584,8 +584,8 @@ func TestShareGroupsInGroupAPIs(t *testing.T) {
 	}
 }
 
-// metricValue scrapes the broker's registry for name with exactly the
-// given labels (pairs), gauge or counter.
+// metricValue scrapes the broker's registry for name with the given
+// labels (pairs; others may be there too), gauge or counter.
 func metricValue(t *testing.T, br *Broker, name string, labels ...string) (float64, bool) {
 	t.Helper()
 	families, err := br.metrics.reg.Gather()
@@ -614,4 +614,82 @@ func metricValue(t *testing.T, br *Broker, name string, labels ...string) (float
 		}
 	}
 	return 0, false
+}
+
+// The persister splits each state request (83-87) into one request per key
+// and puts the answers back in request order, each with its partition.
+func TestStatePersisterFanOut(t *testing.T) {
+	br, _ := startShareBroker(t)
+	createTopic(t, br, "fan-a")
+	createTopic(t, br, "fan-b")
+	img := br.view().img
+	a, b := img.Topics["fan-a"].ID, img.Topics["fan-b"].ID
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p := br.shares.persist
+
+	// The five requests share a layout: one JSON fills any of them, and
+	// one reads the answers back. Partition 3 of fan-a does not exist: its
+	// key fails alone.
+	fill := func(req kmsg.Request, partition string) {
+		t.Helper()
+		js := fmt.Sprintf(`{"GroupID":"fan","Topics":[{"TopicID":%s,"Partitions":[{"Partition":3,%[3]s},{"Partition":0,%[3]s}]},{"TopicID":%[2]s,"Partitions":[{"Partition":0,%[3]s}]}]}`,
+			jsonOf(t, a), jsonOf(t, b), partition)
+		if err := json.Unmarshal([]byte(js), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type answers struct {
+		Topics []struct {
+			TopicID    [16]byte
+			Partitions []struct {
+				Partition   int32
+				ErrorCode   int16
+				StartOffset int64
+			}
+		}
+	}
+	// failedStart is the failed key's StartOffset: -1 where the answer
+	// has one.
+	check := func(api string, resp kmsg.Response, failedStart, startOffset int64) {
+		t.Helper()
+		var got answers
+		if err := json.Unmarshal([]byte(jsonOf(t, resp)), &got); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("{[{%v [{3 %d %d} {0 0 %d}]} {%v [{0 0 %[4]d}]}]}", a, kerr.UnknownTopicOrPartition.Code, failedStart, startOffset, b)
+		if fmt.Sprint(got) != want {
+			t.Errorf("%s: %v, want %s", api, got, want)
+		}
+	}
+
+	init := kmsg.NewPtrInitializeShareGroupStateRequest()
+	fill(init, `"StateEpoch":1,"StartOffset":7`)
+	ir, _ := p.InitializeShareGroupState(ctx, init)
+	check("initialize", ir, 0, 0)
+	write := kmsg.NewPtrWriteShareGroupStateRequest()
+	fill(write, `"StateEpoch":1,"StartOffset":9,"LeaderEpoch":0`)
+	wr, _ := p.WriteShareGroupState(ctx, write)
+	check("write", wr, 0, 0)
+	read := kmsg.NewPtrReadShareGroupStateRequest()
+	fill(read, `"LeaderEpoch":0`)
+	rr, _ := p.ReadShareGroupState(ctx, read)
+	check("read", rr, -1, 9)
+	summary := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	fill(summary, `"LeaderEpoch":0`)
+	sr, _ := p.ReadShareGroupStateSummary(ctx, summary)
+	check("summary", sr, -1, 9)
+	del := kmsg.NewPtrDeleteShareGroupStateRequest()
+	fill(del, `"StateEpoch":1`)
+	dr, _ := p.DeleteShareGroupState(ctx, del)
+	check("delete", dr, 0, 0)
+}
+
+func jsonOf(t *testing.T, v any) string {
+	t.Helper()
+	js, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(js)
 }

@@ -49,7 +49,7 @@ type shares struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // run and the member releases
 
-	work chan stateTransition
+	work chan leaderTransition
 	// led is the leader epoch of each __share_group_state partition this
 	// broker leads, as last sent to run; owned by applyImage's goroutine.
 	led map[int32]int32
@@ -57,18 +57,12 @@ type shares struct {
 	createMu sync.Mutex // one creation of the state topic at a time
 }
 
-type stateTransition struct {
-	partition int32
-	leader    bool
-	part      *replication.Partition
-}
-
 func newShares(b *Broker) *shares {
 	cfg := b.cfg
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &shares{
 		b: b, log: b.logger.With("component", "shares"), bounds: shareBounds(cfg), wakers: newShareWakers(),
-		ctx: ctx, cancel: cancel, work: make(chan stateTransition, 1024), led: map[int32]int32{},
+		ctx: ctx, cancel: cancel, work: make(chan leaderTransition, 1024), led: map[int32]int32{},
 	}
 	s.persist = newStatePersister(s)
 	s.state = sharestate.NewCoordinator(sharestate.Options{
@@ -268,33 +262,12 @@ func (s *shares) applyImage(prev, next *controller.Image) {
 }
 
 func (s *shares) applyStateLeadership(img *controller.Image) {
-	seen := map[int32]bool{}
-	if t, ok := img.Topics[sharestate.StateTopicName]; ok {
-		for _, p := range t.Partitions {
-			if p.Leader != s.b.cfg.NodeID {
-				continue
-			}
-			seen[p.Index] = true
-			if epoch, led := s.led[p.Index]; led && epoch == p.LeaderEpoch {
-				continue
-			}
-			part, held := s.b.replicas.Partition(sharestate.StateTopicName, p.Index)
-			if !held {
-				continue
-			}
-			s.led[p.Index] = p.LeaderEpoch
-			s.send(stateTransition{partition: p.Index, leader: true, part: part})
-		}
-	}
-	for idx := range s.led {
-		if !seen[idx] {
-			delete(s.led, idx)
-			s.send(stateTransition{partition: idx, leader: false})
-		}
+	for _, t := range s.b.leadershipChanges(img, sharestate.StateTopicName, s.led) {
+		s.send(t)
 	}
 }
 
-func (s *shares) send(t stateTransition) {
+func (s *shares) send(t leaderTransition) {
 	select {
 	case s.work <- t:
 	case <-s.ctx.Done():

@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // shareFlags make share group tests react in seconds: locks and sessions
@@ -98,7 +100,7 @@ func (m *shareMember) join(ctx context.Context) {
 		if ctx.Err() != nil {
 			m.t.Fatalf("%s never assigned (last: %v)", m.id, err)
 		}
-		sleepCtx(ctx, 100*time.Millisecond) // the coordinator's assignment comes with a later heartbeat
+		testsupport.Sleep(ctx, 100*time.Millisecond) // the coordinator's assignment comes with a later heartbeat
 	}
 }
 
@@ -241,7 +243,7 @@ func (m *shareMember) fetchRetrying(ctx context.Context, max int32) fetched {
 			return nil
 		}
 		if err != nil {
-			sleepCtx(ctx, 200*time.Millisecond) // a leader or coordinator is moving
+			testsupport.Sleep(ctx, 200*time.Millisecond) // a leader or coordinator is moving
 		}
 	}
 }
@@ -259,7 +261,7 @@ func (m *shareMember) acknowledgeRetrying(ctx context.Context, acks ...shareAck)
 		case errors.As(err, &ke) && !ke.Retriable, ctx.Err() != nil, m.leader < 0:
 			return err
 		}
-		sleepCtx(ctx, 200*time.Millisecond)
+		testsupport.Sleep(ctx, 200*time.Millisecond)
 	}
 }
 
@@ -311,14 +313,4 @@ func shareStartOffset(ctx context.Context, cl *kgo.Client, group, topic string, 
 		}
 	}
 	return 0, 0, errors.New("partition not described")
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

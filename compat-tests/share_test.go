@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // Share groups (KIP-932, issue 16) against real brokers: competing
@@ -85,7 +87,7 @@ func TestShareConsumersOutnumberPartitions(t *testing.T) {
 					r.Ack(kgo.AckAccept)
 				}
 				// Slow consumers, so that the records spread over all.
-				sleepCtx(ctx, 20*time.Millisecond)
+				testsupport.Sleep(ctx, 20*time.Millisecond)
 			}
 			cl.Close() // sends the last acknowledgements
 		}()

@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // shareWorkload is a share group (issue 16) reading the producers' topic
@@ -256,7 +258,7 @@ func (m *chaosShareMember) consume(ctx context.Context) {
 	for ctx.Err() == nil {
 		if m.leaders == nil {
 			if err := m.refreshLeaders(ctx); err != nil {
-				sleepCtx(ctx, 250*time.Millisecond)
+				testsupport.Sleep(ctx, 250*time.Millisecond)
 				continue
 			}
 		}
@@ -271,7 +273,7 @@ func (m *chaosShareMember) consume(ctx context.Context) {
 			}
 		}
 		if !progressed {
-			sleepCtx(ctx, 100*time.Millisecond)
+			testsupport.Sleep(ctx, 100*time.Millisecond)
 		}
 	}
 }
@@ -358,7 +360,7 @@ func (m *chaosShareMember) round(ctx context.Context, broker int32, parts []int3
 		}
 	}
 	if len(acks) > 0 {
-		sleepCtx(ctx, m.r.w.hold)
+		testsupport.Sleep(ctx, m.r.w.hold)
 		m.acknowledge(ctx, broker, s, acks)
 	}
 	return len(acks) > 0
@@ -534,15 +536,5 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 				return
 			}
 		}
-	}
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
 	}
 }
