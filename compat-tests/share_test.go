@@ -412,8 +412,15 @@ func TestShareStateSurvivesKills(t *testing.T) {
 	c.restart(c.node(leader))
 	c.waitServing(60 * time.Second)
 
-	coord, err := shareCoordinatorOf(ctx, admin, group, members[0].topicID, 0)
-	must(t, err, "share coordinator")
+	// Right after the restart the key's state partition may have no
+	// serving leader for a moment (COORDINATOR_NOT_AVAILABLE, retriable:
+	// clients look it up again).
+	var coord int32
+	waitFor(t, 30*time.Second, "the share coordinator", func() error {
+		var err error
+		coord, err = shareCoordinatorOf(ctx, admin, group, members[0].topicID, 0)
+		return err
+	})
 	fault("share coordinator", c.node(coord), members[1])
 	run(total)
 	c.restart(c.node(coord))
