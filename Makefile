@@ -17,6 +17,12 @@ FUZZ_PROPS    ?= 50000x
 # The security decoders (issue 15): SASL exchanges, JAAS, ACL filters,
 # encrypted keys; 0.3-2 s each, about 8 s together.
 FUZZ_SECURITY ?= 20000x
+# The share group decoders (issue 16): __consumer_offsets and
+# __share_group_state records, state batches, a share-partition's
+# operations, share.auto.offset.reset; 1-12 s each, about 20-40 s together.
+FUZZ_SHARE    ?= 10000x
+SHARE_FUZZ    := FuzzDecodeRecord:./broker/share FuzzDecodeRecord:./broker/sharestate FuzzCombineBatches:./broker/sharestate \
+	FuzzPartitionOps:./broker/sharepartition FuzzParseAutoOffsetReset:./broker/shareconfig
 SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPlainMessage:./security/sasl/plain \
 	FuzzExchange:./security/sasl/scram FuzzClientMessage:./security/sasl/oauthbearer FuzzDecrypt:./security/pkcs8 \
 	FuzzSaslRequests:./security/session
@@ -25,7 +31,7 @@ SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPl
 FUZZ_QUOTA    ?= 20000x
 QUOTA_FUZZ    := FuzzClientQuotaRequests:./quota FuzzEnvelope:./replication/controller FuzzThrottledReplicas:./replication
 
-.PHONY: crash all build run test unit compat compat-kgo-secure fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
+.PHONY: crash all build run test unit compat compat-kgo-secure compat-kgo-share fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -67,6 +73,15 @@ compat-kgo-secure: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_KGO_SECURE=1 KBROKER_KGO_RUN='$(KBROKER_KGO_RUN)' \
 		$(GO) test -count=1 -v -timeout 45m -run '^TestKgoSuiteSecure$$' ./compat-tests/
 
+# franz-go's pkg/kgo share group tests (issue 16: TestShareGroup,
+# TestShareGroupETL, TestShareGroupAckOnClose, TestShareGroupOffsetsAdmin,
+# TestConsumeRegexShareSkipsInternal; from the module cache) against 3
+# brokers with every topic at RF=3. Minutes. KBROKER_KGO_RUN=regexp picks
+# other tests.
+compat-kgo-share: build
+	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_KGO_SHARE=1 KBROKER_KGO_RUN='$(KBROKER_KGO_RUN)' \
+		$(GO) test -count=1 -v -timeout 30m -run '^TestKgoShareSuite$$' ./compat-tests/
+
 # The fault-injection suite (compat-tests/chaos): every nemesis, minutes.
 # Replay a run with CHAOS_SEED=N (the seed each scenario prints); pick tests
 # with CHAOS_RUN (e.g. TestScenarios/leader-kill, TestStorageFaults).
@@ -100,6 +115,10 @@ fuzz:
 	@for t in $(QUOTA_FUZZ); do \
 		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_QUOTA) $${t#*:}"; \
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_QUOTA) $${t#*:} || exit 1; \
+	done
+	@for t in $(SHARE_FUZZ); do \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SHARE) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SHARE) $${t#*:} || exit 1; \
 	done
 
 # Benchmarks (issues 8 and 20; not part of make test). make bench runs both

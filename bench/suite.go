@@ -59,11 +59,12 @@ type suiteConfig struct {
 // at 5,000 records/s for w4.
 // The connections runs and the consumers' topic have w2's volume.
 var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w4": 50_000,
-	"conn-one": 1_000_000, "conn-idle": 1_000_000, "conn-many": 1_000_000, "cg-fill": 1_000_000}
+	"conn-one": 1_000_000, "conn-idle": 1_000_000, "conn-many": 1_000_000, "cg-fill": 1_000_000,
+	"qs-fill1": 300_000, "qs-fill4": 300_000}
 
 // capFollows are the caps that follow another's unless given, so that the
 // runs compared with each other have equal volumes.
-var capFollows = map[string]string{"w2-acks1": "w2", "conn-idle": "conn-one", "conn-many": "conn-one"}
+var capFollows = map[string]string{"w2-acks1": "w2", "conn-idle": "conn-one", "conn-many": "conn-one", "qs-fill4": "qs-fill1"}
 
 // parseCaps reads "w1=N,w2=N,..." over the defaults; a cap of capFollows
 // follows its leader's unless given.
@@ -128,6 +129,7 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 		"w4":       {name: "w4", brokers: 3, load: w4},
 	}
 	maps.Copy(ws, scaleWorkloads(sc))
+	maps.Copy(ws, queueWorkloads())
 	for name, w := range ws {
 		w.load.Producers, w.load.Timeout = max(w.load.Producers, 1), timeout
 		if w.reads == "" {
@@ -143,7 +145,7 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 // repetition: w3 reads w2's topic before it is deleted, and w2-acks1 follows
 // so that kbroker's acks=all and acks=1 runs are minutes apart at most.
 // Groups of one stage share the stage's clusters.
-var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1"}, {"w4"},
+var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1"}, {"w4"}, {"qs-fill1", "qs-share", "qs-share-2000", "qs-fill4", "qs-classic"},
 	{"conn-one", "conn-idle", "conn-many"}, {"cg-fill", "cg-one", "cg-many"}}
 
 // rotation is the order of the targets in repetition rep (1-based; the
@@ -167,7 +169,7 @@ func runsWorkload(t targetKind, w string) bool {
 	case t == kindNullRF, t == kindKbrokerSASLSSL:
 		return w == "w2"
 	case t == kindNull:
-		return w != "partitions" && !strings.HasPrefix(w, "cg-")
+		return w != "partitions" && !strings.HasPrefix(w, "cg-") && !strings.HasPrefix(w, "qs-")
 	}
 	return true
 }

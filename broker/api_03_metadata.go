@@ -227,5 +227,5 @@ func (b *Broker) metadataControllerID(img *controller.Image) int32 {
 }
 
 func isInternalTopic(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
+	return name == "__consumer_offsets" || name == "__transaction_state" || name == "__share_group_state"
 }

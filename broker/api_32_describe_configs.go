@@ -8,7 +8,9 @@ package broker
 // the environment or a flag; DEFAULT_CONFIG otherwise), with synonyms on
 // request, types (v3+) and documentation (v3+). BROKER resources (this broker's
 // id, or "" for cluster defaults) list every broker key with its source.
-// ConfigNames filters; an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION.
+// GROUP resources list a group's share.* configs (GROUP_CONFIG when set,
+// DEFAULT_CONFIG otherwise; share_configs.go). ConfigNames filters; an
+// unknown topic gets UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"context"
@@ -61,6 +63,8 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request)
 			b.describeTopicConfigs(view, r, rr, &res)
 		case kmsg.ConfigResourceTypeBroker:
 			b.describeBrokerConfigs(view, r, rr, &res)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			b.describeGroupConfigs(view, r, rr, &res)
 		case kmsg.ConfigResourceTypeBrokerLogger:
 			// Loggers are not configurable per class: an empty list.
 		default:

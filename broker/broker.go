@@ -41,6 +41,7 @@ type Broker struct {
 	listeners map[string]net.Listener
 
 	groups      *groups                      // the group coordinator wired to this broker
+	shares      *shares                      // share groups (KIP-932) wired to this broker
 	image       atomic.Pointer[metadataView] // the latest applied image
 	producers   *producerIDs
 	imageReady  chan struct{} // closed once the first image is applied
@@ -74,7 +75,7 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b.metrics = newMetrics()
 	b.fetchSessions = fetchsession.New(fetchsession.Options{MaxSlots: int(cfg.MaxIncrementalFetchSessionCacheSlots)})
 	b.metrics.reg.MustRegister(newFetchSessionCollector(b.fetchSessions))
-	b.metrics.reg.MustRegister(newStateCollector(b))
+	b.metrics.reg.MustRegister(newStateCollector(b), newShareCollector(b))
 	b.metrics.reg.MustRegister(newQuotaCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
@@ -116,6 +117,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	b.ctrl = ctrl
 	ctrl.Subscribe(b.applySecurityImage)
 	b.server = protocol.NewServer(b.dispatch, b.serverOptions())
+	b.shares = newShares(b)
 	b.groups = newGroups(b)
 	ctrl.Subscribe(b.applyImage)
 
@@ -209,6 +211,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	b.wg.Wait()
 	if b.groups != nil {
 		b.groups.close()
+	}
+	if b.shares != nil {
+		b.shares.close()
 	}
 	if b.replicas != nil {
 		b.replicas.Close()

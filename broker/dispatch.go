@@ -72,6 +72,18 @@ func (b *Broker) apis() []api {
 		{69, 0, 1, b.handleConsumerGroupDescribe},
 		{74, 0, 1, b.handleListConfigResources},
 		{75, 0, 0, b.handleDescribeTopicPartitions},
+		{76, 0, 1, b.handleShareGroupHeartbeat},
+		{77, 0, 1, b.handleShareGroupDescribe},
+		{78, 0, 2, b.handleShareFetch},
+		{79, 0, 2, b.handleShareAcknowledge},
+		{83, 0, 0, b.handleInitializeShareGroupState},
+		{84, 0, 0, b.handleReadShareGroupState},
+		{85, 0, 1, b.handleWriteShareGroupState},
+		{86, 0, 0, b.handleDeleteShareGroupState},
+		{87, 0, 1, b.handleReadShareGroupStateSummary},
+		{90, 0, 1, b.handleDescribeShareGroupOffsets},
+		{91, 0, 0, b.handleAlterShareGroupOffsets},
+		{92, 0, 0, b.handleDeleteShareGroupOffsets},
 	}
 }
 

@@ -115,6 +115,9 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 	if b.groups != nil {
 		b.groups.applyImage(next)
 	}
+	if b.shares != nil {
+		b.shares.applyImage(prev, next)
+	}
 	b.viewChanged.broadcast()
 	select {
 	case <-b.imageReady:

@@ -78,6 +78,7 @@ func (b *Broker) controllerOptions() controller.Options {
 		LeaderImbalanceCheckInterval: b.cfg.LeaderImbalanceCheckInterval,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
 		ValidateBrokerConfig:         config.ValidateBrokerConfig,
+		ValidateGroupConfig:          b.validateGroupConfig,
 		Security:                     b.sec.controllerSecurity(b.cfg, b.metrics.onAuthFailure),
 		Logger:                       b.logger.With("component", "controller"),
 		Now:                          b.now,
@@ -102,6 +103,11 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 		// connection_creation_rate (KIP-612): client listeners only; the
 		// controller port is the Node's own server.
 		ThrottleConnection: b.quotas.throttleConnection,
+		OnConnClose: func(c *protocol.ConnInfo) {
+			if b.shares != nil {
+				b.shares.connectionClosed(c)
+			}
+		},
 	}
 }
 

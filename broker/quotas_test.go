@@ -191,7 +191,7 @@ func TestRequestQuotaThrottles(t *testing.T) {
 // quotaGauge reads a kbroker_quota_* gauge of one sensor.
 func quotaGauge(t *testing.T, br *Broker, name, kind, user, client string) (float64, bool) {
 	t.Helper()
-	return gaugeWith(t, br, name, map[string]string{"quota": kind, "user": user, "client_id": client})
+	return metricValue(t, br, name, "quota", kind, "user", user, "client_id", client)
 }
 
 // The quota metrics per entity: rate, throttle time and bound.

@@ -28,25 +28,12 @@ func TestKgoSuiteSecure(t *testing.T) {
 	if os.Getenv("KBROKER_KGO_SECURE") == "" {
 		t.Skip("set KBROKER_KGO_SECURE=1 (make compat-kgo-secure) to run franz-go's pkg/kgo suite over TLS and SASL")
 	}
-	version := os.Getenv("KBROKER_FRANZ_VERSION")
-	if version == "" {
-		version = "v1.22.3"
-	}
-	src := filepath.Join(goEnv(t, "GOMODCACHE"), "github.com/twmb/franz-go@"+version)
-	if _, err := os.Stat(filepath.Join(src, "pkg", "kgo")); err != nil {
-		t.Skipf("franz-go %s is not in the module cache (go mod download github.com/twmb/franz-go@%s): %v", version, version, err)
-	}
+	version, src := franzSource(t)
 	sc := startSecureCluster(t, secureOpts{brokers: 3, properties: []string{
 		"group.initial.rebalance.delay.ms=0",
 		"transaction.max.timeout.ms=600000",
 	}})
-	work := t.TempDir()
-	mod := filepath.Join(work, "franz-go")
-	if out, err := exec.Command("cp", "-r", src, mod).CombinedOutput(); err != nil {
-		t.Fatalf("copying %s: %v\n%s", src, err, out)
-	}
-	exec.Command("chmod", "-R", "u+w", mod).Run()
-
+	mod := copyFranz(t, src)
 	var ssl, saslPlain []string
 	for _, n := range sc.nodes {
 		ssl, saslPlain = append(ssl, n.sslAddr), append(saslPlain, n.saslPlainAddr)
@@ -74,9 +61,50 @@ func TestKgoSuiteSecure(t *testing.T) {
 	if run := os.Getenv("KBROKER_KGO_RUN"); run != "" {
 		args = append(args, "-run", run)
 	}
+	counts, logPath, waitErr := runKgoTests(t, mod, env, "kgo-secure", args...)
+	t.Logf("franz-go %s pkg/kgo over TLS + SASL (3 brokers, inter-broker SCRAM-SHA-512/TLS): %d passed, %d failed, %d skipped (top-level tests: %d passed, %d failed, %d skipped); go test output in %s",
+		version, counts.pass, len(counts.failed), counts.skip, counts.topPass, counts.topFail, counts.topSkip, logPath)
+	for _, name := range counts.failed {
+		t.Logf("failed: %s", name)
+	}
+	if len(counts.failed) > 0 || waitErr != nil {
+		t.Errorf("the suite failed (%v)", waitErr)
+	}
+}
+
+// franzSource is the franz-go module the kgo suites run
+// (KBROKER_FRANZ_VERSION, v1.22.3 by default) in the module cache; the
+// test is skipped when it is not there.
+func franzSource(t *testing.T) (version, src string) {
+	version = os.Getenv("KBROKER_FRANZ_VERSION")
+	if version == "" {
+		version = "v1.22.3"
+	}
+	src = filepath.Join(goEnv(t, "GOMODCACHE"), "github.com/twmb/franz-go@"+version)
+	if _, err := os.Stat(filepath.Join(src, "pkg", "kgo")); err != nil {
+		t.Skipf("franz-go %s is not in the module cache (go mod download github.com/twmb/franz-go@%s): %v", version, version, err)
+	}
+	return version, src
+}
+
+// copyFranz copies the read-only module src into a writable temp dir
+// (go test writes there) and returns the copy.
+func copyFranz(t *testing.T, src string) string {
+	mod := filepath.Join(t.TempDir(), "franz-go")
+	if out, err := exec.Command("cp", "-r", src, mod).CombinedOutput(); err != nil {
+		t.Fatalf("copying %s: %v\n%s", src, err, out)
+	}
+	exec.Command("chmod", "-R", "u+w", mod).Run()
+	return mod
+}
+
+// runKgoTests runs go test -json with args in the module copy mod, with
+// env, and counts the results; the whole output goes to a file in the temp
+// dir named after name, returned with the go command's exit error.
+func runKgoTests(t *testing.T, mod string, env []string, name string, args ...string) (testCounts, string, error) {
 	cmd := exec.Command("go", args...)
 	cmd.Dir, cmd.Env = mod, env
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("kgo-secure-%d.json", time.Now().Unix()))
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("%s-%d.json", name, time.Now().Unix()))
 	log, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -88,15 +116,7 @@ func TestKgoSuiteSecure(t *testing.T) {
 		t.Fatal(err)
 	}
 	counts := countGoTestJSON(io.TeeReader(stdout, log))
-	waitErr := cmd.Wait()
-	t.Logf("franz-go %s pkg/kgo over TLS + SASL (3 brokers, inter-broker SCRAM-SHA-512/TLS): %d passed, %d failed, %d skipped (top-level tests: %d passed, %d failed, %d skipped); go test output in %s",
-		version, counts.pass, len(counts.failed), counts.skip, counts.topPass, counts.topFail, counts.topSkip, logPath)
-	for _, name := range counts.failed {
-		t.Logf("failed: %s", name)
-	}
-	if len(counts.failed) > 0 || waitErr != nil {
-		t.Errorf("the suite failed (%v)", waitErr)
-	}
+	return counts, logPath, cmd.Wait()
 }
 
 type testCounts struct {

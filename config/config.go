@@ -161,6 +161,35 @@ type Config struct {
 	GroupConsumerAssignors             []string      // group.consumer.assignors
 	GroupConsumerMaxSize               int32         // group.consumer.max.size
 
+	// Share groups (KIP-932) and the share coordinator.
+
+	GroupShareSessionTimeout              time.Duration // group.share.session.timeout.ms
+	GroupShareMinSessionTimeout           time.Duration // group.share.min.session.timeout.ms
+	GroupShareMaxSessionTimeout           time.Duration // group.share.max.session.timeout.ms
+	GroupShareHeartbeatInterval           time.Duration // group.share.heartbeat.interval.ms
+	GroupShareMinHeartbeatInterval        time.Duration // group.share.min.heartbeat.interval.ms
+	GroupShareMaxHeartbeatInterval        time.Duration // group.share.max.heartbeat.interval.ms
+	GroupShareRecordLockDuration          time.Duration // group.share.record.lock.duration.ms
+	GroupShareMinRecordLockDuration       time.Duration // group.share.min.record.lock.duration.ms
+	GroupShareMaxRecordLockDuration       time.Duration // group.share.max.record.lock.duration.ms
+	GroupShareDeliveryCountLimit          int32         // group.share.delivery.count.limit
+	GroupShareMinDeliveryCountLimit       int32         // group.share.min.delivery.count.limit
+	GroupShareMaxDeliveryCountLimit       int32         // group.share.max.delivery.count.limit
+	GroupSharePartitionMaxRecordLocks     int32         // group.share.partition.max.record.locks
+	GroupShareMinPartitionMaxRecordLocks  int32         // group.share.min.partition.max.record.locks
+	GroupShareMaxPartitionMaxRecordLocks  int32         // group.share.max.partition.max.record.locks
+	GroupShareMaxSize                     int32         // group.share.max.size
+	GroupShareMaxShareSessions            int32         // group.share.max.share.sessions
+	GroupShareInitializeRetryInterval     time.Duration // group.share.initialize.retry.interval.ms
+	ShareCoordinatorStateTopicPartitions  int32         // share.coordinator.state.topic.num.partitions
+	ShareCoordinatorStateTopicRF          int16         // share.coordinator.state.topic.replication.factor
+	ShareCoordinatorStateTopicMinISR      int16         // share.coordinator.state.topic.min.isr
+	ShareCoordinatorStateTopicSegmentSize int32         // share.coordinator.state.topic.segment.bytes
+	ShareCoordinatorUpdatesPerSnapshot    int32         // share.coordinator.snapshot.update.records.per.snapshot
+	ShareCoordinatorWriteTimeout          time.Duration // share.coordinator.write.timeout.ms
+	ShareCoordinatorPruneInterval         time.Duration // share.coordinator.state.topic.prune.interval.ms
+	ShareCoordinatorColdSnapshotInterval  time.Duration // share.coordinator.cold.partition.snapshot.interval.ms
+
 	// Producers and transactions.
 
 	ProducerIDExpiration      time.Duration // producer.id.expiration.ms

@@ -93,6 +93,9 @@ func (s *Server) serveConn(nc net.Conn, listenerName string) {
 	}()
 	c.readLoop()
 	<-writerDone
+	if s.opts.OnConnClose != nil {
+		s.opts.OnConnClose(info)
+	}
 }
 
 // readLoop reads, decodes and handles requests in order until the connection

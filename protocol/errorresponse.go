@@ -80,6 +80,9 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 			resp.(*kmsg.ConsumerGroupDescribeResponse).Groups = append(resp.(*kmsg.ConsumerGroupDescribeResponse).Groups, dg)
 		}
 	default:
+		if shareErrorResponse(req, resp, code) {
+			break
+		}
 		// Fetch, ApiVersions, AlterPartition, the broker lifecycle APIs
 		// and every other API that answers with one code.
 		if !setTopLevelErrorCode(resp, code) {

@@ -38,7 +38,11 @@ type ServerOptions struct {
 	// by Serve: a positive answer holds it that long unserved, then closes
 	// it (connection rate quotas, connthrottle.go).
 	ThrottleConnection func(remote net.Addr) time.Duration
-	Logger             *slog.Logger
+	// OnConnClose, if set, is called once a connection that was served
+	// is closed and its last response written or dropped: state kept per
+	// connection elsewhere (share sessions, KIP-932) goes with it.
+	OnConnClose func(c *ConnInfo)
+	Logger      *slog.Logger
 }
 
 func (o *ServerOptions) withDefaults() ServerOptions {

@@ -196,6 +196,9 @@ func (r *setConfigRecord) apply(b *imageBuilder, _ uint64) error {
 	case resourceBroker:
 		setOrDelete(b.brokerConfig(r.Resource), r.Key, r.Value)
 		b.dropEmptyBrokerConfig(r.Resource)
+	case resourceGroup:
+		setOrDelete(b.groupConfig(r.Resource), r.Key, r.Value)
+		b.dropEmptyGroupConfig(r.Resource)
 	default:
 		return recordErr("config resource type %d", r.ResourceType)
 	}

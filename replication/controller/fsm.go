@@ -135,6 +135,7 @@ type snapshotV1 struct {
 	Brokers        []snapBroker                 `json:"brokers"`
 	Topics         []snapTopic                  `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"brokerConfigs,omitempty"`
+	GroupConfigs   map[string]map[string]string `json:"groupConfigs,omitempty"`
 	ACLs           []accessControlEntryRecord   `json:"acls,omitempty"`
 	Scram          []userScramCredentialRecord  `json:"scram,omitempty"`
 	ClientQuotas   []clientQuotaRecord          `json:"clientQuotas,omitempty"`
@@ -174,6 +175,7 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 		AppliedIndex:   img.AppliedIndex,
 		NextProducerID: img.NextProducerID,
 		BrokerConfigs:  img.BrokerConfigs,
+		GroupConfigs:   img.GroupConfigs,
 	}
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		b := img.Brokers[id]
@@ -216,6 +218,9 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 	img.NextProducerID = s.NextProducerID
 	for res, m := range s.BrokerConfigs {
 		img.BrokerConfigs[res] = m
+	}
+	for group, m := range s.GroupConfigs {
+		img.GroupConfigs[group] = m
 	}
 	for _, b := range s.Brokers {
 		img.Brokers[b.ID] = &BrokerInfo{

@@ -123,6 +123,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	tf.createTopic("b", 2, []int32{3})
 	tf.apply(&setConfigRecord{ResourceType: resourceTopic, Resource: "a", Key: "retention.ms", Value: ptrTo("1000")})
 	tf.apply(&setConfigRecord{ResourceType: resourceBroker, Resource: "", Key: "x", Value: ptrTo("y")})
+	tf.apply(&setConfigRecord{ResourceType: resourceGroup, Resource: "g", Key: "share.auto.offset.reset", Value: ptrTo("earliest")})
 	tf.fence(2)
 	img := tf.img()
 	tf.apply(&controlledShutdownRecord{ID: 3, Epoch: img.Brokers[3].Epoch})

@@ -23,6 +23,7 @@ type Image struct {
 	Topics         map[string]*Topic
 	TopicsByID     map[[16]byte]*Topic
 	BrokerConfigs  map[string]map[string]string // resource name: "" cluster default, "1" broker 1
+	GroupConfigs   map[string]map[string]string // group id: its dynamic group configs (share.*)
 	NextProducerID int64
 
 	// ACLSet is the ACLs of the metadata log (AccessControlEntry records),
@@ -92,6 +93,7 @@ func newEmptyImage() *Image {
 		Topics:        map[string]*Topic{},
 		TopicsByID:    map[[16]byte]*Topic{},
 		BrokerConfigs: map[string]map[string]string{},
+		GroupConfigs:  map[string]map[string]string{},
 	}
 }
 
@@ -207,6 +209,7 @@ type imageBuilder struct {
 	copiedBrokers bool
 	copiedTopics  bool
 	copiedConfigs bool
+	copiedGroups  bool
 	copiedACLs    bool
 	copiedScram   bool
 	copiedQuotas  bool
@@ -300,6 +303,29 @@ func (b *imageBuilder) brokerConfig(resource string) map[string]string {
 func (b *imageBuilder) dropEmptyBrokerConfig(resource string) {
 	if len(b.img.BrokerConfigs[resource]) == 0 {
 		delete(b.img.BrokerConfigs, resource)
+	}
+}
+
+// groupConfig returns a writable copy of one group's configs, creating it.
+func (b *imageBuilder) groupConfig(group string) map[string]string {
+	if !b.copiedGroups {
+		b.img.GroupConfigs = maps.Clone(b.img.GroupConfigs)
+		if b.img.GroupConfigs == nil {
+			b.img.GroupConfigs = map[string]map[string]string{}
+		}
+		b.copiedGroups = true
+	}
+	m := maps.Clone(b.img.GroupConfigs[group])
+	if m == nil {
+		m = map[string]string{}
+	}
+	b.img.GroupConfigs[group] = m
+	return m
+}
+
+func (b *imageBuilder) dropEmptyGroupConfig(group string) {
+	if len(b.img.GroupConfigs[group]) == 0 {
+		delete(b.img.GroupConfigs, group)
 	}
 }
 

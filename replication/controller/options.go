@@ -73,6 +73,11 @@ type Options struct {
 	// controller mutation quotas hold that many seconds of their rate.
 	// Default 11 windows of 1 s.
 	ControllerQuotaWindow sampled.Config
+	// ValidateGroupConfig validates a GROUP resource's configs as they
+	// would be after a change (all of them: some bounds relate two keys,
+	// as Kafka's GroupConfig.validate); nil accepts everything. A refusal
+	// answers INVALID_CONFIG with the error's text.
+	ValidateGroupConfig func(props map[string]string) error
 
 	// BootstrapScram are SCRAM credentials written with the cluster id when
 	// the first controller initializes the metadata log (kbroker format

@@ -188,6 +188,7 @@ func (r *partitionChangeRecord) version() int {
 const (
 	resourceTopic  int8 = 2
 	resourceBroker int8 = 4
+	resourceGroup  int8 = 32 // KIP-848/KIP-932 group configs
 )
 
 // setConfigRecord sets (Value non-nil) or deletes one config of a topic, a broker
