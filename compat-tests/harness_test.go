@@ -78,6 +78,15 @@ type clusterOpts struct {
 	// brokerOnly (with separateController) starts the brokers with
 	// process.roles=broker and no controller listener, as Kafka's brokers.
 	brokerOnly bool
+	// clientAddrs fixes the client listeners' addresses (broker i on
+	// clientAddrs[i]) for suites that dial fixed ports.
+	clientAddrs []string
+	// nodeFlags, when set, adds flags of its own to each broker (more
+	// listeners, advertised addresses, a rack); later flags win.
+	nodeFlags func(n *node) []string
+	// scram are credentials (kbroker format --add-scram syntax) stored
+	// before the first start.
+	scram []string
 }
 
 // seeds returns KBROKER_SEEDS when testing against a live cluster.
@@ -127,6 +136,9 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			ctrlAddr:   fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
 			dataDir:    filepath.Join(base, fmt.Sprintf("node-%d", i+1)),
 		}
+		if i < len(opts.clientAddrs) {
+			n.clientAddr = opts.clientAddrs[i]
+		}
 		metrics := "--metrics.listen="
 		if opts.metrics {
 			n.metricsAddr = fmt.Sprintf("127.0.0.1:%d", ports[2*opts.brokers+2+i])
@@ -144,6 +156,12 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			"--log.dirs=" + n.dataDir,
 			metrics,
 		}, common...), opts.flags...)
+		if opts.nodeFlags != nil {
+			n.args = append(n.args, opts.nodeFlags(n)...)
+		}
+		if len(opts.scram) > 0 {
+			n.format(opts.scram)
+		}
 		c.nodes = append(c.nodes, n)
 	}
 	if opts.separateController {
@@ -187,6 +205,19 @@ func (n *node) start() {
 	n.mu.Unlock()
 	if err := n.Start(cmd, nil); err != nil {
 		n.t.Fatalf("starting node %d: %v", n.id, err)
+	}
+}
+
+// format stores SCRAM credentials (kbroker format --add-scram) with the
+// node's configuration, before its first start.
+func (n *node) format(credentials []string) {
+	n.t.Helper()
+	args := append([]string{"format"}, n.args[1:]...)
+	for _, c := range credentials {
+		args = append(args, "--add-scram", c)
+	}
+	if out, err := exec.Command(kbrokerBin, args...).CombinedOutput(); err != nil {
+		n.t.Fatalf("kbroker format (node %d): %v\n%s", n.id, err, out)
 	}
 }
 
