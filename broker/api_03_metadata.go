@@ -8,7 +8,8 @@ package broker
 // A partition without a leader gets LEADER_NOT_AVAILABLE. Topics asked for by
 // name that do not exist are created when the request allows it (v4+; always
 // before v4) and auto.create.topics.enable is on; the answer for them is
-// LEADER_NOT_AVAILABLE, as Kafka's, and the client asks again.
+// LEADER_NOT_AVAILABLE with no partitions, as Kafka's, and the client asks
+// again.
 // v10+ may ask by topic id. Authorization: topics without DESCRIBE are left
 // out of an all-topics answer and TOPIC_AUTHORIZATION_FAILED when named;
 // auto-creation needs CLUSTER or TOPIC CREATE; authorized operations are
@@ -114,18 +115,19 @@ func (b *Broker) metadataRequestedTopic(img *controller.Image, rt kmsg.MetadataR
 		return b.metadataTopic(img, t, r)
 	}
 	name := *rt.Topic
+	if code, ok := created[name]; ok {
+		// Created by this request: Kafka answers LEADER_NOT_AVAILABLE
+		// with no partitions, even once the creation is applied here;
+		// the client asks again.
+		mt.ErrorCode = code
+		return mt
+	}
 	if t, ok := img.Topics[name]; ok {
 		return b.metadataTopic(img, t, r)
 	}
 	switch {
 	case validTopicName(name) != nil:
 		mt.ErrorCode = kerr.InvalidTopicException.Code
-	case created != nil:
-		if code, ok := created[name]; ok {
-			mt.ErrorCode = code
-		} else {
-			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		}
 	default:
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 	}
