@@ -81,8 +81,11 @@ type clusterOpts struct {
 	// clientAddrs fixes the client listeners' addresses (broker i on
 	// clientAddrs[i]) for suites that dial fixed ports.
 	clientAddrs []string
-	// nodeFlags, when set, adds flags of its own to each broker (more
-	// listeners, advertised addresses, a rack); later flags win.
+	// listeners, when set, replaces each broker's listeners (by default
+	// PLAINTEXT on clientAddr and CONTROLLER on ctrlAddr).
+	listeners func(n *node) string
+	// nodeFlags, when set, adds flags of its own to each broker
+	// (advertised addresses, a rack).
 	nodeFlags func(n *node) []string
 	// scram are credentials (kbroker format --add-scram syntax) stored
 	// before the first start.
@@ -148,6 +151,9 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 		roles := "--process.roles=broker,controller"
 		if opts.brokerOnly {
 			listeners, roles = "--listeners=PLAINTEXT://"+n.clientAddr, "--process.roles=broker"
+		}
+		if opts.listeners != nil {
+			listeners = "--listeners=" + opts.listeners(n)
 		}
 		n.args = append(append([]string{
 			"serve",

@@ -27,15 +27,15 @@ func TestConfluentSuite(t *testing.T) {
 	sasl := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	c := startCluster(t, clusterOpts{
 		brokers: 1,
-		nodeFlags: func(n *node) []string {
-			return []string{fmt.Sprintf("--listeners=PLAINTEXT://%s,SASL_PLAINTEXT://%s,CONTROLLER://%s", n.clientAddr, sasl, n.ctrlAddr)}
+		listeners: func(n *node) string {
+			return fmt.Sprintf("PLAINTEXT://%s,SASL_PLAINTEXT://%s,CONTROLLER://%s", n.clientAddr, sasl, n.ctrlAddr)
 		},
 		flags: []string{
 			"--num.partitions=4",
 			"--auto.create.topics.enable=true",
 			"--default.replication.factor=1",
 			"--offsets.topic.replication.factor=1",
-			"--sasl.enabled.mechanisms=PLAIN",
+			"--override=sasl.enabled.mechanisms=PLAIN",
 			"--override=listener.name.sasl_plaintext.plain.sasl.jaas.config=" +
 				`org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin" user_admin="admin" user_testuser="testpass";`,
 			"--authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",

@@ -21,16 +21,14 @@ func TestKafkaGoSuite(t *testing.T) {
 	startCluster(t, clusterOpts{
 		brokers:     1,
 		clientAddrs: []string{"127.0.0.1:9092"},
-		nodeFlags: func(n *node) []string {
-			return []string{
-				"--listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093,CONTROLLER://" + n.ctrlAddr,
-				"--advertised.listeners=PLAINTEXT://localhost:9092,SASL_PLAINTEXT://localhost:9093",
-			}
+		listeners: func(n *node) string {
+			return "PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093,CONTROLLER://" + n.ctrlAddr
 		},
 		flags: []string{
+			"--advertised.listeners=PLAINTEXT://localhost:9092,SASL_PLAINTEXT://localhost:9093",
 			"--auto.create.topics.enable=true",
 			"--message.max.bytes=200000000",
-			"--sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+			"--override=sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
 			"--override=listener.name.sasl_plaintext.plain.sasl.jaas.config=" +
 				`org.apache.kafka.common.security.plain.PlainLoginModule required username="adminplain" password="admin-secret" user_adminplain="admin-secret";`,
 			"--authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",

@@ -45,14 +45,16 @@ func TestSaramaSuite(t *testing.T) {
 		clientAddrs = append(clientAddrs, fmt.Sprintf("127.0.0.1:%d", ports[i]))
 		toxi.createProxy(t, fmt.Sprintf("kafka%d", i+1), proxied[i], clientAddrs[i])
 	}
+	internal := func(n *node) string { return fmt.Sprintf("127.0.0.1:%d", ports[brokers+int(n.id)-1]) }
 	startCluster(t, clusterOpts{
 		brokers:     brokers,
 		clientAddrs: clientAddrs,
+		listeners: func(n *node) string {
+			return fmt.Sprintf("PLAINTEXT://%s,INTERNAL://%s,CONTROLLER://%s", n.clientAddr, internal(n), n.ctrlAddr)
+		},
 		nodeFlags: func(n *node) []string {
-			internal := fmt.Sprintf("127.0.0.1:%d", ports[brokers+int(n.id)-1])
 			return []string{
-				fmt.Sprintf("--listeners=PLAINTEXT://%s,INTERNAL://%s,CONTROLLER://%s", n.clientAddr, internal, n.ctrlAddr),
-				fmt.Sprintf("--advertised.listeners=PLAINTEXT://%s,INTERNAL://%s", proxied[n.id-1], internal),
+				fmt.Sprintf("--advertised.listeners=PLAINTEXT://%s,INTERNAL://%s", proxied[n.id-1], internal(n)),
 				fmt.Sprintf("--broker.rack=%d", n.id),
 			}
 		},
@@ -63,7 +65,7 @@ func TestSaramaSuite(t *testing.T) {
 			"--offsets.topic.replication.factor=2",
 			"--auto.create.topics.enable=false",
 			"--group.initial.rebalance.delay.ms=0",
-			"--replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector",
+			"--override=replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector",
 		},
 	})
 	version := saramaKafkaVersion
