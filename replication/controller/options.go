@@ -65,7 +65,7 @@ type Options struct {
 	// or cluster default) that IncrementalAlterConfigs or AlterConfigs sets;
 	// nil accepts everything. A refusal answers INVALID_REQUEST with the
 	// error's text, as Kafka does for broker configs (KAFKA-13609).
-	ValidateBrokerConfig func(name, value string) error
+	ValidateBrokerConfig func(name, value string, perBroker bool) error
 
 	// BootstrapScram are SCRAM credentials written with the cluster id when
 	// the first controller initializes the metadata log (kbroker format
