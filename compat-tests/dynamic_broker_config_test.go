@@ -20,7 +20,9 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 	tg := singleNode(t)
 	adm := newAdmin(t, tg.seeds)
 	ctx := ctxTimeout(t, 30*time.Second)
-	set := func(k, v string) kadm.AlterConfig { return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kmsg.StringPtr(v)} }
+	set := func(k, v string) kadm.AlterConfig {
+		return kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kmsg.StringPtr(v)}
+	}
 	alter := func(configs []kadm.AlterConfig, brokers ...int32) error {
 		t.Helper()
 		res, err := adm.AlterBrokerConfigs(ctx, configs, brokers...)
@@ -61,10 +63,10 @@ func TestDynamicBrokerConfigs(t *testing.T) {
 		value  string
 		source kmsg.ConfigSource
 	}{
-		"log.cleaner.backoff.ms":            {"15001", kmsg.ConfigSourceDynamicBrokerConfig},
-		"leader.replication.throttled.rate": {"1048576", kmsg.ConfigSourceDynamicBrokerConfig},
-		"num.io.threads":                    {"16", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
-		"log.retention.ms":                  {"3600000", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
+		"log.cleaner.backoff.ms":                        {"15001", kmsg.ConfigSourceDynamicBrokerConfig},
+		"leader.replication.throttled.rate":             {"1048576", kmsg.ConfigSourceDynamicBrokerConfig},
+		"num.io.threads":                                {"16", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
+		"log.retention.ms":                              {"3600000", kmsg.ConfigSourceDynamicDefaultBrokerConfig},
 		"listener.name.plaintext.ssl.keystore.location": {"/etc/kbroker/next.pem", kmsg.ConfigSourceDynamicBrokerConfig},
 	} {
 		if c := describe(1, key); c.MaybeValue() != want.value || c.Source != want.source {

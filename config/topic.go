@@ -281,4 +281,3 @@ var topicTable = []TopicKey{
 // ErrNotDynamic is returned, wrapped, for a broker key that cannot change
 // without a restart (Kafka refuses such an update with INVALID_REQUEST).
 var ErrNotDynamic = errors.New("config: cannot be updated dynamically")
-
