@@ -42,8 +42,8 @@ func TestKafkaGoSuite(t *testing.T) {
 	})
 	runSuite(t, clientSuite{
 		name: "segmentio/kafka-go", module: "github.com/segmentio/kafka-go", version: "v0.4.51",
-		pkgs:    []string{".", "compress", "sasl", "topics"},
-		env:     []string{"KAFKA_VERSION=3.7.0", "KAFKA_SKIP_NETTEST=1"},
+		pkgs: []string{".", "compress", "sasl", "topics"},
+		env:  []string{"KAFKA_VERSION=3.7.0", "KAFKA_SKIP_NETTEST=1"},
 		// Its getOffsets helper calls a ConsumerGroup built without
 		// Validate, whose nil connect func panics against any broker
 		// (Kafka too), and the panic ends the package's whole run.
