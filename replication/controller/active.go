@@ -74,10 +74,13 @@ func (c *controller) activate(ctx context.Context) error {
 		// the same entry as the cluster id: the first admin exists as soon
 		// as the cluster does.
 		recs := append([]record{&initClusterRecord{ClusterID: id}}, c.opts.bootstrapRecords()...)
+		recs = append(recs, bootstrapFeatures(c.fsm.image())...)
 		_, err := c.commit(ctx, recs...)
 		return err
 	}
-	_, err := c.commit(ctx, &activationRecord{NodeID: c.opts.NodeID})
+	// A cluster created before a feature existed finalizes it now.
+	recs := append([]record{&activationRecord{NodeID: c.opts.NodeID}}, bootstrapFeatures(c.fsm.image())...)
+	_, err := c.commit(ctx, recs...)
 	return err
 }
 
@@ -128,6 +131,8 @@ func (c *controller) handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.deleteAcls(ctx, r)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return c.alterUserScramCredentials(ctx, r)
+	case *kmsg.UpdateFeaturesRequest:
+		return c.updateFeatures(ctx, r)
 	}
 	return nil, fmt.Errorf("controller: api key %d is not a controller api", req.Key())
 }

@@ -137,6 +137,8 @@ type snapshotV1 struct {
 	BrokerConfigs  map[string]map[string]string `json:"brokerConfigs,omitempty"`
 	ACLs           []accessControlEntryRecord   `json:"acls,omitempty"`
 	Scram          []userScramCredentialRecord  `json:"scram,omitempty"`
+	Features       map[string]int16             `json:"features,omitempty"`
+	FeaturesEpoch  int64                        `json:"featuresEpoch,omitempty"`
 }
 
 type snapBroker struct {
@@ -173,6 +175,8 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 		AppliedIndex:   img.AppliedIndex,
 		NextProducerID: img.NextProducerID,
 		BrokerConfigs:  img.BrokerConfigs,
+		Features:       img.Features,
+		FeaturesEpoch:  img.FeaturesEpoch,
 	}
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		b := img.Brokers[id]
@@ -212,6 +216,7 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 	img.ClusterID = s.ClusterID
 	img.AppliedIndex = s.AppliedIndex
 	img.NextProducerID = s.NextProducerID
+	img.Features, img.FeaturesEpoch = s.Features, s.FeaturesEpoch
 	for res, m := range s.BrokerConfigs {
 		img.BrokerConfigs[res] = m
 	}

@@ -24,6 +24,11 @@ type Image struct {
 	BrokerConfigs  map[string]map[string]string // resource name: "" cluster default, "1" broker 1
 	NextProducerID int64
 
+	// Features are the finalized feature levels (features.go), 0s
+	// included once set; FeaturesEpoch is the index of the last change.
+	Features      map[string]int16
+	FeaturesEpoch int64
+
 	// ACLSet is the ACLs of the metadata log (AccessControlEntry records),
 	// indexed for the authorizer; nil until the first ACL. acls holds them
 	// by id.

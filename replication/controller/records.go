@@ -222,6 +222,7 @@ func (*producerIDsRecord) kind() string        { return "AllocateProducerIDs" }
 
 var recordKinds = map[string]func() record{
 	"InitCluster":               func() record { return new(initClusterRecord) },
+	"FeatureLevel":              func() record { return new(featureLevelRecord) },
 	"Activation":                func() record { return new(activationRecord) },
 	"RegisterBroker":            func() record { return new(registerBrokerRecord) },
 	"FenceBroker":               func() record { return new(fenceBrokerRecord) },
