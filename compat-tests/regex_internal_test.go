@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -23,14 +24,7 @@ func TestRegexSubscriptionResolvesInternalTopic(t *testing.T) {
 	ctx := ctxTimeout(t, 30*time.Second)
 	// __consumer_offsets exists once a group has a coordinator.
 	group := uniqueTopic("regex-internal")
-	waitFor(t, 30*time.Second, "a group coordinator", func() error {
-		for _, r := range adm.FindGroupCoordinators(ctx, group) {
-			if r.Err != nil {
-				return r.Err
-			}
-		}
-		return nil
-	})
+	waitCoordinator(t, adm, group)
 
 	var mu sync.Mutex
 	assigned := map[string][]int32{}
@@ -71,4 +65,21 @@ func TestRegexSubscriptionResolvesInternalTopic(t *testing.T) {
 	if !slices.Contains(topics, "__consumer_offsets") {
 		t.Fatalf("ConsumerGroupDescribe assignment %v lacks __consumer_offsets", topics)
 	}
+}
+
+// waitCoordinator waits until the group has a coordinator: on a new
+// cluster __consumer_offsets is created by the first FindCoordinator,
+// which answers COORDINATOR_NOT_AVAILABLE meanwhile (as Kafka's).
+func waitCoordinator(t *testing.T, adm *kadm.Client, group string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "a group coordinator", func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, r := range adm.FindGroupCoordinators(ctx, group) {
+			if r.Err != nil {
+				return r.Err
+			}
+		}
+		return nil
+	})
 }
