@@ -76,6 +76,11 @@ func TestSaramaSuite(t *testing.T) {
 		name: "IBM/sarama functional", module: "github.com/IBM/sarama", version: "v1.61.1",
 		pkgs: []string{"."}, tags: "functional", timeout: 30 * time.Minute,
 		env: []string{"TOXIPROXY_ADDR=http://" + toxi.addr, "KAFKA_VERSION=" + version},
+		// These stop and start brokers with docker compose without first
+		// checking for an existing environment; without docker they fail,
+		// and the follower test's producer then panics, ending the run.
+		skip:    "^(TestFuncAdminListConsumerGroupOffsets|TestConsumerFetchFollowerFailover|TestFuncTxnProduceWithBrokerFailure)$",
+		skipWhy: "they stop and start brokers with docker compose (its fixed topology), even in an existing environment",
 	})
 }
 
