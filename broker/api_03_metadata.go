@@ -69,7 +69,7 @@ func (b *Broker) handleMetadata(_ context.Context, req *protocol.Request) protoc
 // unknownTopics lists the valid topic names asked for that this broker's
 // image does not have.
 func (b *Broker) unknownTopics(r *kmsg.MetadataRequest) []string {
-	view := b.view()
+	view := b.announcedView()
 	var out []string
 	for _, t := range r.Topics {
 		if t.Topic == nil || *t.Topic == "" {
@@ -88,7 +88,7 @@ func nonInternal(topics []string) []string {
 }
 
 func (b *Broker) metadataResponse(req *protocol.Request, r *kmsg.MetadataRequest, created map[string]int16) *kmsg.MetadataResponse {
-	view := b.view()
+	view := b.announcedView()
 	img := view.img
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	resp.ClusterID = kmsg.StringPtr(img.ClusterID)

@@ -53,6 +53,26 @@ func (b *Broker) catchUp(ctx context.Context) {
 	b.waitForView(ctx, func(v *metadataView) bool { return v.img.AppliedIndex >= target })
 }
 
+// catchUpAnnounced waits until this broker announces (announcedView)
+// everything the active controller has committed.
+func (b *Broker) catchUpAnnounced(ctx context.Context) {
+	if err := b.ctrl.WaitReady(ctx); err != nil {
+		return
+	}
+	target := b.ctrl.Image().AppliedIndex
+	for {
+		ch := b.viewChanged.wait()
+		if b.announcedView().img.AppliedIndex >= target {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // syncBound bounds syncMetadata: with the controller out of reach, an
 // answer waits this long at most, then comes from this broker's image.
 const syncBound = time.Second
@@ -69,7 +89,7 @@ func (b *Broker) syncMetadata(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, syncBound)
 	defer cancel()
-	b.catchUp(ctx)
+	b.catchUpAnnounced(ctx)
 }
 
 // timeoutOf returns a request's TimeoutMillis, or 0 (the default) when it

@@ -17,6 +17,21 @@ type proposer interface {
 	propose(ctx context.Context, data []byte) (uint64, error)
 }
 
+// publisher is a proposer that can make the followers learn its latest
+// commit at once rather than with the next append.
+type publisher interface {
+	publish()
+}
+
+// publishCommits makes the nodes learn the commits so far now: for the
+// changes clients act on at once through any broker (a topic created or
+// deleted), which a broker must know before the client asks it.
+func (c *controller) publishCommits() {
+	if p, ok := c.prop.(publisher); ok {
+		p.publish()
+	}
+}
+
 // quorum is the Raft membership the controller manages.
 type quorum interface {
 	// isMember reports whether node id is in the Raft configuration at
