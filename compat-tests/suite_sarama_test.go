@@ -79,8 +79,12 @@ func TestSaramaSuite(t *testing.T) {
 		// These stop and start brokers with docker compose without first
 		// checking for an existing environment; without docker they fail,
 		// and the follower test's producer then panics, ending the run.
-		skip:    "^(TestFuncAdminListConsumerGroupOffsets|TestConsumerFetchFollowerFailover|TestFuncTxnProduceWithBrokerFailure)$",
-		skipWhy: "they stop and start brokers with docker compose (its fixed topology), even in an existing environment",
+		// The transactional tests wait for a transaction coordinator
+		// until the suite's timeout while transactions are not served.
+		skip: "^(TestFuncAdminListConsumerGroupOffsets|TestConsumerFetchFollowerFailover|TestFuncTxnProduceWithBrokerFailure|" +
+			"TestFuncDescribeTransactions|TestFuncListTransactions|TestFuncInitProducerId3|TestFuncTxn.*)$",
+		skipWhy: "three stop and start brokers with docker compose (its fixed topology) even in an existing environment; " +
+			"the others need transactions, not served yet (issue 14)",
 	})
 }
 
