@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -147,10 +148,13 @@ func (tp *toxiproxy) createProxy(t *testing.T, name, listen, upstream string) {
 }
 
 // dockerComposeShim puts a `docker` first on the suite's PATH that does
-// what its tests ask of docker compose, `docker compose stop kafka-N` and
-// `docker compose start kafka-N` (stopping and restarting a broker; three
-// tests do so even in an existing environment), to kbroker node N, through
-// an HTTP endpoint of this test. Anything else fails, as without docker.
+// what its tests ask of docker compose even in an existing environment,
+// to kbroker node N, through an HTTP endpoint of this test: `docker compose
+// stop kafka-N` and `start kafka-N` (three tests stop and restart a
+// broker) and `logs [--since T] kafka-N` (the node's whole output: more
+// than asked, which only makes TestFuncIdempotentBufferedSequence's check
+// that no OutOfOrderSequenceException was logged stricter). Anything else
+// fails, as without docker.
 // It returns the shim's directory.
 func dockerComposeShim(t *testing.T, c *cluster) string {
 	t.Helper()
@@ -163,6 +167,8 @@ func dockerComposeShim(t *testing.T, c *cluster) string {
 		}
 		node := c.nodes[n-1]
 		switch action {
+		case "logs":
+			io.WriteString(w, node.logs())
 		case "stop":
 			node.stop()
 		case "start":
@@ -180,7 +186,11 @@ func dockerComposeShim(t *testing.T, c *cluster) string {
 if [ "$1" = compose ] && { [ "$2" = stop ] || [ "$2" = start ]; } && [ $# -eq 3 ]; then
 	exec curl -sf -X POST "` + srv.URL + `/$2/${3#kafka-}"
 fi
-echo "docker (kbroker test shim): only 'compose stop|start kafka-N' is emulated" >&2
+if [ "$1" = compose ] && [ "$2" = logs ]; then
+	for last; do :; done # the service is the last argument
+	exec curl -sf "` + srv.URL + `/logs/${last#kafka-}"
+fi
+echo "docker (kbroker test shim): only 'compose stop|start|logs kafka-N' is emulated" >&2
 exit 1
 `
 	if err := os.WriteFile(filepath.Join(dir, "docker"), []byte(script), 0o755); err != nil {
