@@ -170,8 +170,8 @@ func runSuitePackage(t *testing.T, s *clientSuite, pkgDir, bin string) testCount
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = pkgDir
 	cmd.Env = append(os.Environ(), s.env...)
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("suite-%s-%s-%d.json",
-		filepath.Base(s.module), filepath.Base(pkgDir), time.Now().Unix()))
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("suite-%s-%d.json",
+		strings.NewReplacer("/", "_", " ", "_", ".", "_").Replace(s.name+"-"+filepath.Base(pkgDir)), time.Now().Unix()))
 	log, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
