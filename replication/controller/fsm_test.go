@@ -127,6 +127,9 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	img := tf.img()
 	tf.apply(&controlledShutdownRecord{ID: 3, Epoch: img.Brokers[3].Epoch})
 	tf.apply(&producerIDsRecord{BrokerID: 1, BrokerEpoch: img.Brokers[1].Epoch, NextProducerID: 2000})
+	tf.apply(&featureLevelRecord{Name: "group.version", Level: 0})
+	tf.apply(&featureLevelRecord{Name: "metadata.version", Level: 25})
+	tf.apply(&commitMarkerRecord{})
 	want := tf.img()
 
 	snap, err := tf.f.Snapshot()
