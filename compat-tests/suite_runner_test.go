@@ -171,7 +171,7 @@ func runSuitePackage(t *testing.T, s *clientSuite, pkgDir, bin string) testCount
 	cmd.Dir = pkgDir
 	cmd.Env = append(os.Environ(), s.env...)
 	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("suite-%s-%d.json",
-		strings.NewReplacer("/", "_", " ", "_", ".", "_").Replace(s.name+"-"+filepath.Base(pkgDir)), time.Now().Unix()))
+		strings.Map(fileSafe, s.name+"-"+filepath.Base(pkgDir)), time.Now().Unix()))
 	log, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -248,4 +248,13 @@ func countGoTestJSON(r io.Reader) testCounts {
 	}
 	sort.Strings(c.failed)
 	return c
+}
+
+// fileSafe keeps letters, digits, '-' and '_' of a file name; the rest
+// becomes '_'.
+func fileSafe(r rune) rune {
+	if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+		return r
+	}
+	return '_'
 }
