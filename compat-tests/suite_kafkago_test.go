@@ -10,7 +10,8 @@ import (
 // runs them: one broker, PLAINTEXT on localhost:9092 and SASL_PLAINTEXT on
 // localhost:9093 (PLAIN user adminplain, SCRAM-SHA-256/512 user
 // adminscram), auto topic creation, message.max.bytes=200000000, an ACL
-// authorizer that allows everyone when no ACL matches, KAFKA_VERSION=3.7.0
+// authorizer that allows everyone when no ACL matches, no initial rebalance
+// delay (Kafka's shipped server.properties), KAFKA_VERSION=3.7.0
 // (the newest Kafka its CI runs) and KAFKA_SKIP_NETTEST (its CI skips the
 // nettest conformance run). The tests dial localhost:9092 and :9093, so
 // those ports must be free. The packages that talk to a broker: the root
@@ -33,6 +34,9 @@ func TestKafkaGoSuite(t *testing.T) {
 				`org.apache.kafka.common.security.plain.PlainLoginModule required username="adminplain" password="admin-secret" user_adminplain="admin-secret";`,
 			"--authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 			"--allow.everyone.if.no.acl.found=true",
+			// Kafka's own server.properties, which its CI image starts
+			// from, sets 0 "for a better out-of-the-box experience for
+			// development and testing" (the built-in default is 3 s).
 			"--group.initial.rebalance.delay.ms=0",
 		},
 		scram: []string{
