@@ -12,6 +12,7 @@ FUZZ_BATCHES  ?= 50000x
 FUZZ_RECORDS  ?= 20000x
 FUZZ_CONTROL  ?= 20000x
 FUZZ_DISPATCH ?= 8000x
+FUZZ_SESSIONS ?= 30000x
 FUZZ_PROPS    ?= 50000x
 # The security decoders (issue 15): SASL exchanges, JAAS, ACL filters,
 # encrypted keys; 0.3-2 s each, about 8 s together.
@@ -19,8 +20,12 @@ FUZZ_SECURITY ?= 20000x
 SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPlainMessage:./security/sasl/plain \
 	FuzzExchange:./security/sasl/scram FuzzClientMessage:./security/sasl/oauthbearer FuzzDecrypt:./security/pkcs8 \
 	FuzzSaslRequests:./security/session
+# The quota decoders (issue 17): the quota APIs' bodies, enveloped
+# requests at the controller, throttled replica lists; about 5 s together.
+FUZZ_QUOTA    ?= 20000x
+QUOTA_FUZZ    := FuzzClientQuotaRequests:./quota FuzzEnvelope:./replication/controller FuzzThrottledReplicas:./replication
 
-.PHONY: all build run test unit compat compat-kgo compat-kgo-secure compat-sarama compat-kafkago compat-confluent fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
+.PHONY: crash all build run test unit compat compat-kgo compat-kgo-secure compat-sarama compat-kafkago compat-confluent fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -41,10 +46,14 @@ vet:
 	$(GO) vet -tags recordcount ./broker/
 
 # The second line is the produce path's parse-once check, which needs the
-# record package's parse counter (build tag recordcount).
+# record package's parse counter (build tag recordcount). The third runs
+# the replication simulator's 5,000 random schedules without the race
+# detector (each schedule is single-goroutine; under -race the first line
+# runs 500 of them, so the seed runner is still checked).
 unit: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 9m $(PKGS)
 	$(GO) test -race -tags recordcount -run '^TestProduceParsesBatchOnce$$' ./broker/
+	$(GO) test -count=1 -v -run '^TestSimulatorRandomSchedules$$' ./replication/
 
 # Compat tests only, against a live cluster: make compat KBROKER_SEEDS=host:port,...
 compat: build
@@ -94,6 +103,12 @@ chaos: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=full KBROKER_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -v -timeout 60m \
 		-run '$(CHAOS_RUN)' ./compat-tests/chaos/
 
+# The storage crash suite (issue 19) at length: make test runs 600
+# sequences under the race detector; this runs CRASH_SEEDS without it.
+CRASH_SEEDS ?= 100000
+crash:
+	$(GO) test -count=1 -timeout 60m -run '^TestCrashSuite$$' ./storage/ -crash.seeds=$(CRASH_SEEDS) -v
+
 # The short run in make test: leader kills and pauses, under two minutes.
 chaos-short: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=short $(GO) test -count=1 -v -timeout 5m -run '^TestShortRun$$' ./compat-tests/chaos/
@@ -104,10 +119,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZ_RECORDS) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzControl$$' -fuzztime $(FUZZ_CONTROL) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) ./broker/
+	$(GO) test -run '^$$' -fuzz '^FuzzFetchSessions$$' -fuzztime $(FUZZ_SESSIONS) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PROPS) ./internal/properties/
 	@for t in $(SECURITY_FUZZ); do \
 		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SECURITY) $${t#*:}"; \
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SECURITY) $${t#*:} || exit 1; \
+	done
+	@for t in $(QUOTA_FUZZ); do \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_QUOTA) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_QUOTA) $${t#*:} || exit 1; \
 	done
 
 # Benchmarks (issues 8 and 20; not part of make test). make bench runs both

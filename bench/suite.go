@@ -42,10 +42,12 @@ type suiteConfig struct {
 	Caps       map[string]int64 // records per repetition, by produce workload
 	Timeout    time.Duration    // of each run
 	Targets    []targetKind
-	Workloads  []string // w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart, partitions and scale.go's
-	Segments   int      // segments for the restart measure
-	Note       string   // printed in the report's header (the build, say)
-	WarmMemory bool     // touch the available memory once first (warm.go)
+	Workloads  []string // w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart, fetch-sessions, partitions and scale.go's
+	// FetchSessionRecords fill the fetch-sessions topic (fetchsessions.go).
+	FetchSessionRecords int64
+	Segments            int    // segments for the restart measure
+	Note                string // printed in the report's header (the build, say)
+	WarmMemory          bool   // touch the available memory once first (warm.go)
 	// ScramConns SCRAM connections set up, ScramConcurrency at a time
 	// (scram-conns, secure.go).
 	ScramConns, ScramConcurrency int
@@ -248,6 +250,11 @@ func (s *suite) extras(ctx context.Context) {
 	if s.enabled("restart") && slices.Contains(s.cfg.Targets, kindKbroker) {
 		if err := s.restart(ctx); err != nil {
 			fmt.Fprintf(s.out, "\nrestart measure failed: %v\n", err)
+		}
+	}
+	if s.enabled("fetch-sessions") && slices.Contains(s.cfg.Targets, kindKbroker) {
+		if err := s.fetchSessions(ctx); err != nil {
+			fmt.Fprintf(s.out, "\nfetch-sessions measure failed: %v\n", err)
 		}
 	}
 	if s.enabled("scram-conns") && s.cfg.ScramConns > 0 {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/fetchsession"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
@@ -51,7 +52,12 @@ type Broker struct {
 	viewChanged viewSignal    // broadcast on every applied image
 
 	metrics    *metrics
-	httpServer *http.Server // /metrics, /healthz, /readyz
+	httpServer *http.Server          // /metrics, /healthz, /readyz
+	quotas     *clientQuotas         // client quota managers (quotas.go)
+	throttles  *replicationThrottles // replication throttles (replication_throttle.go)
+	// fetchSessions are the incremental fetch sessions (KIP-227) of the
+	// consumers and followers that fetch from this broker.
+	fetchSessions *fetchsession.Cache
 
 	sec     *brokerSecurity    // listeners' TLS and SASL, clients' credentials (security.go)
 	authz   *acl.Authorizer    // nil: no authorizer configured (authz.go)
@@ -66,9 +72,15 @@ type Broker struct {
 func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b := &Broker{cfg: cfg, logger: logger, now: time.Now, listeners: map[string]net.Listener{},
 		imageReady: make(chan struct{})}
+	b.quotas = newClientQuotas(cfg, b.now)
+	b.throttles = b.newReplicationThrottles()
 	b.dispatch = newDispatcher(b.apis())
+	b.dispatch.around = b.withQuotas
 	b.metrics = newMetrics()
+	b.fetchSessions = fetchsession.New(fetchsession.Options{MaxSlots: int(cfg.MaxIncrementalFetchSessionCacheSlots)})
+	b.metrics.reg.MustRegister(newFetchSessionCollector(b.fetchSessions))
 	b.metrics.reg.MustRegister(newStateCollector(b))
+	b.metrics.reg.MustRegister(newQuotaCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
 	b.announced.Store(b.image.Load())
@@ -82,11 +94,12 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := storage.PrepareLogDirs(b.cfg.LogDirs); err != nil {
 		return fmt.Errorf("log.dirs: %w", err)
 	}
-	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
-		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
-	}
 	if err := b.startSecurity(ctx); err != nil {
 		return err
+	}
+	// After the security: the console reads through a listener as built.
+	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
+		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
 	}
 	if !b.cfg.HasRole(config.RoleBroker) {
 		return b.startControllerOnly(ctx)

@@ -62,6 +62,8 @@ func (b *Broker) apis() []api {
 		{45, 0, 0, b.handleAlterPartitionReassignments},
 		{46, 0, 0, b.handleListPartitionReassignments},
 		{47, 0, 0, b.handleOffsetDelete},
+		{48, 0, 1, b.handleDescribeClientQuotas},
+		{49, 0, 1, b.handleAlterClientQuotas},
 		{50, 0, 0, b.handleDescribeUserScramCredentials},
 		{51, 0, 0, b.handleAlterUserScramCredentials},
 		{57, 0, 2, b.handleUpdateFeatures},
@@ -79,6 +81,9 @@ type dispatcher struct {
 	table map[int16]api
 	// fallback answers keys the table does not have (nil: refuse).
 	errorResponse func(req *protocol.Request, code int16) kmsg.Response
+	// around, if set, runs each served request's handler (the broker's
+	// client quotas, quotas.go).
+	around func(ctx context.Context, req *protocol.Request, handle handlerFunc) protocol.Response
 }
 
 func newDispatcher(apis []api) *dispatcher {
@@ -105,6 +110,9 @@ func (d *dispatcher) Handle(ctx context.Context, req *protocol.Request) protocol
 			return protocol.Response{Body: body}
 		}
 		return protocol.Response{Close: true}
+	}
+	if d.around != nil {
+		return d.around(ctx, req, a.handle)
 	}
 	return a.handle(ctx, req)
 }

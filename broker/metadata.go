@@ -117,6 +117,8 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 		}
 	}
 	progress.done()
+	b.applyQuotas(next)
+	b.applyReplicationThrottles(view)
 	b.image.Store(view)
 	if b.groups != nil {
 		b.groups.applyImage(next)

@@ -47,6 +47,12 @@ func TestLogGaugesMeasureTheLog(t *testing.T) {
 // topic and partition.
 func gaugeValue(t *testing.T, br *Broker, name, topic, partition string) (float64, bool) {
 	t.Helper()
+	return gaugeWith(t, br, name, map[string]string{"topic": topic, "partition": partition})
+}
+
+// gaugeWith reads the gauge name whose labels include want.
+func gaugeWith(t *testing.T, br *Broker, name string, want map[string]string) (float64, bool) {
+	t.Helper()
 	families, err := br.metrics.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -55,14 +61,18 @@ func gaugeValue(t *testing.T, br *Broker, name, topic, partition string) (float6
 		if f.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range f.GetMetric() {
 			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["topic"] == topic && labels["partition"] == partition {
-				return m.GetGauge().GetValue(), true
+			for k, v := range want {
+				if labels[k] != v {
+					continue metrics
+				}
 			}
+			return m.GetGauge().GetValue(), true
 		}
 	}
 	return 0, false

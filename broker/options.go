@@ -49,6 +49,7 @@ func (b *Broker) replicaOptions() replication.ManagerOptions {
 			LeaderAddr:        b.interBrokerAddr,
 			BrokerEpoch:       func() int64 { return b.ctrl.BrokerEpoch() },
 			Security:          b.sec.interBroker,
+			Throttle:          b.throttles.follower,
 		},
 		Now:    b.now,
 		Logger: b.logger.With("component", "replication"),
@@ -98,6 +99,9 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 		Observe:         b.metrics.observe,
 		Listeners:       b.sec.serverListeners(),
 		OnAuthFailure:   b.metrics.onAuthFailure,
+		// connection_creation_rate (KIP-612): client listeners only; the
+		// controller port is the Node's own server.
+		ThrottleConnection: b.quotas.throttleConnection,
 	}
 }
 

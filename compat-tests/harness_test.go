@@ -69,6 +69,9 @@ type clusterOpts struct {
 	brokers int
 	// flags are passed to every broker (e.g. "--min.insync.replicas=2").
 	flags []string
+	// nodeFlags, if set, gives each broker flags of its own (e.g. its
+	// broker.rack).
+	nodeFlags func(id int32) []string
 	// separateController runs the metadata quorum on one more node, a
 	// controller only (Kafka's recommended layout); the brokers then join
 	// the quorum as non-voters, so losing brokers never costs the quorum.
@@ -84,9 +87,6 @@ type clusterOpts struct {
 	// listeners, when set, replaces each broker's listeners (by default
 	// PLAINTEXT on clientAddr and CONTROLLER on ctrlAddr).
 	listeners func(n *node) string
-	// nodeFlags, when set, adds flags of its own to each broker
-	// (advertised addresses, a rack).
-	nodeFlags func(n *node) []string
 	// scram are credentials (kbroker format --add-scram syntax) stored
 	// before the first start.
 	scram []string
@@ -163,7 +163,7 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			metrics,
 		}, common...), opts.flags...)
 		if opts.nodeFlags != nil {
-			n.args = append(n.args, opts.nodeFlags(n)...)
+			n.args = append(n.args, opts.nodeFlags(n.id)...)
 		}
 		if len(opts.scram) > 0 {
 			n.format(opts.scram)

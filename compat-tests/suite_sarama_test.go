@@ -51,17 +51,17 @@ func TestSaramaSuite(t *testing.T) {
 		clientAddrs = append(clientAddrs, fmt.Sprintf("127.0.0.1:%d", ports[i]))
 		toxi.createProxy(t, fmt.Sprintf("kafka%d", i+1), proxied[i], clientAddrs[i])
 	}
-	internal := func(n *node) string { return fmt.Sprintf("127.0.0.1:%d", ports[brokers+int(n.id)-1]) }
+	internal := func(id int32) string { return fmt.Sprintf("127.0.0.1:%d", ports[brokers+int(id)-1]) }
 	c := startCluster(t, clusterOpts{
 		brokers:     brokers,
 		clientAddrs: clientAddrs,
 		listeners: func(n *node) string {
-			return fmt.Sprintf("PLAINTEXT://%s,INTERNAL://%s,CONTROLLER://%s", n.clientAddr, internal(n), n.ctrlAddr)
+			return fmt.Sprintf("PLAINTEXT://%s,INTERNAL://%s,CONTROLLER://%s", n.clientAddr, internal(n.id), n.ctrlAddr)
 		},
-		nodeFlags: func(n *node) []string {
+		nodeFlags: func(id int32) []string {
 			return []string{
-				fmt.Sprintf("--advertised.listeners=PLAINTEXT://%s,INTERNAL://%s", proxied[n.id-1], internal(n)),
-				fmt.Sprintf("--broker.rack=%d", n.id),
+				fmt.Sprintf("--advertised.listeners=PLAINTEXT://%s,INTERNAL://%s", proxied[id-1], internal(id)),
+				fmt.Sprintf("--broker.rack=%d", id),
 			}
 		},
 		flags: []string{

@@ -12,6 +12,10 @@ import (
 // 9223372036854775807 in [Config.Entries] and [Config.TopicDefaults].
 const Forever = time.Duration(math.MaxInt64)
 
+// RackAwareReplicaSelector is the replica.selector.class value that turns
+// on fetching from the closest replica (KIP-392), Kafka's class name.
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
 // Roles in process.roles.
 const (
 	RoleBroker     = "broker"
@@ -113,6 +117,8 @@ type Config struct {
 	ReplicaFetchWaitMax                    time.Duration // replica.fetch.wait.max.ms
 	ReplicaFetchMinBytes                   int32         // replica.fetch.min.bytes
 	ReplicaFetchBackoff                    time.Duration // replica.fetch.backoff.ms
+	ReplicaSelectorClass                   string        // replica.selector.class; empty = leader only
+	MaxIncrementalFetchSessionCacheSlots   int32         // max.incremental.fetch.session.cache.slots
 	ReplicaLagTimeMax                      time.Duration // replica.lag.time.max.ms
 	ReplicaSocketTimeout                   time.Duration // replica.socket.timeout.ms
 	NumReplicaFetchers                     int32         // num.replica.fetchers
@@ -121,6 +127,17 @@ type Config struct {
 	LeaderImbalanceCheckInterval           time.Duration // leader.imbalance.check.interval.seconds
 	LeaderImbalancePerBrokerPercentage     int32         // leader.imbalance.per.broker.percentage
 	ControlledShutdownEnable               bool          // controlled.shutdown.enable
+
+	// Quotas.
+
+	QuotaWindowNum                   int32         // quota.window.num
+	QuotaWindowSize                  time.Duration // quota.window.size.seconds
+	ControllerQuotaWindowNum         int32         // controller.quota.window.num
+	ControllerQuotaWindowSize        time.Duration // controller.quota.window.size.seconds
+	ReplicationQuotaWindowNum        int32         // replication.quota.window.num
+	ReplicationQuotaWindowSize       time.Duration // replication.quota.window.size.seconds
+	LeaderReplicationThrottledRate   int64         // leader.replication.throttled.rate (bytes/s; dynamic)
+	FollowerReplicationThrottledRate int64         // follower.replication.throttled.rate (bytes/s; dynamic)
 
 	// Groups and offsets.
 

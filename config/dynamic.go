@@ -13,10 +13,10 @@ import (
 // cluster-wide (resource ""), and DescribeConfigs reports them. The keys of
 // the key table marked Dynamic are the ones kbroker acts on; dynamicKeys
 // below are the rest of Kafka's set: thread pools, the log cleaner's
-// throughput knobs, connection limits, metric reporters, replication
-// throttles. kbroker stores and reports them as Kafka does (operators and
-// tools set them; the quota work reads the throttles from the image), and
-// has no thread pools or cleaner I/O budget for them to resize.
+// throughput knobs, connection limits, metric reporters, the log-dir move
+// throttle. kbroker stores and reports them as Kafka does (operators and
+// tools set them), and has no thread pools or cleaner I/O budget for them
+// to resize.
 //
 // To add one: a line in dynamicKeys (Kafka's name, type, default and
 // range); the controller accepts it and DescribeConfigs lists it.
@@ -68,11 +68,8 @@ var dynamicKeys = []dynamicKey{
 	// Producer state (DynamicProducerStateManagerConfig).
 	{Name: "transaction.partition.verification.enable", Type: TypeBoolean, Default: "true",
 		Doc: "KIP-890 partition verification for transactional produce; stored."},
-	// Replication throttles (DynamicConfig.Broker, KIP-73).
-	{Name: "leader.replication.throttled.rate", Type: TypeLong, Default: maxInt64, check: atLeast(0),
-		Doc: "Bytes/s a leader serves to throttled followers (leader.replication.throttled.replicas)."},
-	{Name: "follower.replication.throttled.rate", Type: TypeLong, Default: maxInt64, check: atLeast(0),
-		Doc: "Bytes/s a follower fetches for throttled replicas (follower.replication.throttled.replicas)."},
+	// Replication throttles (DynamicConfig.Broker, KIP-73): the leader and
+	// follower rates are typed keys (keys.go), which the throttles use.
 	{Name: "replica.alter.log.dirs.io.max.bytes.per.second", Type: TypeLong, Default: maxInt64, check: atLeast(0),
 		Doc: "Bytes/s for moving replicas between log directories."},
 }

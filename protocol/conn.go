@@ -123,6 +123,9 @@ func (c *conn) readLoop() {
 			return
 		}
 		req.Conn = c.info
+		if !c.waitUnmuted() { // a quota throttled the connection (mute.go)
+			return
+		}
 		if v := c.info.Session.Gate(req.Key); !v.Serve {
 			// Kafka closes such a connection without an answer
 			// (IllegalSaslStateException, or an expired session).

@@ -70,6 +70,8 @@ func errorRequests() map[string]struct {
 	incremental.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"}}
 	reassign := kmsg.NewPtrAlterPartitionAssignmentsRequest()
 	reassign.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0}}}}
+	quotas := kmsg.NewPtrAlterClientQuotasRequest()
+	quotas.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: name}}}, {}}
 	quorum := kmsg.NewPtrDescribeQuorumRequest()
 	quorum.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}
 	return map[string]struct {
@@ -90,6 +92,8 @@ func errorRequests() map[string]struct {
 		"incremental alter":       {incremental, 1},
 		"reassignments":           {reassign, 2},
 		"describe quorum":         {quorum, 2}, // the partition's and the unset top level
+		"alter client quotas":     {quotas, 2},
+		"describe client quotas":  {kmsg.NewPtrDescribeClientQuotasRequest(), 1},
 		"fetch":                   {kmsg.NewPtrFetchRequest(), 1},
 		"api versions":            {kmsg.NewPtrApiVersionsRequest(), 1},
 		"alter partition":         {kmsg.NewPtrAlterPartitionRequest(), 1},

@@ -34,7 +34,11 @@ type ServerOptions struct {
 	// TLS handshake or a SASL exchange), for metrics. The failure is logged
 	// by the server.
 	OnAuthFailure func(f AuthFailure)
-	Logger        *slog.Logger
+	// ThrottleConnection, if set, is asked about each connection accepted
+	// by Serve: a positive answer holds it that long unserved, then closes
+	// it (connection rate quotas, connthrottle.go).
+	ThrottleConnection func(remote net.Addr) time.Duration
+	Logger             *slog.Logger
 }
 
 func (o *ServerOptions) withDefaults() ServerOptions {
@@ -122,6 +126,10 @@ func (s *Server) Serve(l net.Listener, listenerName string) error {
 		}
 		backoff = 5 * time.Millisecond
 		if !s.admit(nc, listenerName) {
+			continue
+		}
+		if d := s.connectionThrottle(nc); d > 0 {
+			s.throttleConn(nc, listenerName, d)
 			continue
 		}
 		go func() {

@@ -108,12 +108,37 @@ func NewPartition(topic string, index int32, log ReplicaLog, opts PartitionOptio
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Partition{
+	p := &Partition{
 		Topic: topic, Index: index, localID: opts.LocalID, log: log, now: now,
 		logger:     logger.With("topic", topic, "partition", index),
 		proposeISR: opts.ProposeISR, onISRChange: opts.OnISRChange,
 		leader: -1, minISR: 1,
 	}
+	log.SetFlushListener(p.logFlushed)
+	return p
+}
+
+// logFlushed runs after a group commit flushed the log (durable mode): the
+// leader's own copy counts for the HW only from then on.
+func (p *Partition) logFlushed() {
+	p.mu.Lock()
+	moved := p.maybeAdvanceHWLocked()
+	p.mu.Unlock()
+	if moved {
+		p.watchers.notify(HighWatermarkMoved)
+	}
+}
+
+// localEnd is the leader's own contribution to the HW: its log end offset,
+// or in durable mode (flush.messages=1) the end of what is on disk, so that
+// acks=all is answered only once every ISR member has the batch fsynced
+// (followers report flushed data only: their fetcher waits for the flush
+// before the next fetch, whose offset is their LEO).
+func (p *Partition) localEnd() int64 {
+	if p.log.Durable() {
+		return p.log.DurableEnd()
+	}
+	return p.log.LogEndOffset()
 }
 
 // Log returns the partition's storage log, nil when the partition runs on
@@ -238,7 +263,7 @@ func (p *Partition) maybeAdvanceHWLocked() bool {
 	leos := make(map[int32]int64, len(maximal))
 	for _, id := range maximal {
 		if id == p.localID {
-			leos[id] = p.log.LogEndOffset()
+			leos[id] = p.localEnd()
 		} else if f, ok := p.followers[id]; ok && f.LEO >= 0 {
 			leos[id] = f.LEO
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"log/slog"
 	"math"
 	"os"
@@ -225,7 +226,7 @@ func earliestFirstBatchTimestamp(segs []*segment) int64 {
 	earliest := int64(math.MaxInt64)
 	var hdr [record.BatchHeaderSize]byte
 	for _, s := range segs {
-		if s.size.Load() < record.BatchHeaderSize || readAt(s.logPath(), hdr[:], 0) != nil {
+		if s.size.Load() < record.BatchHeaderSize || readAt(s.env.fs, s.logPath(), hdr[:], 0) != nil {
 			continue
 		}
 		if h, _ := record.ParseBatchHeader(hdr[:]); h.MaxTimestamp > 0 {
@@ -533,7 +534,7 @@ type cleanedWriter struct {
 	dir       string
 	base      int64
 	env       *fileEnv
-	f         *os.File
+	f         vfs.File
 	bw        *bufio.Writer
 	pos       int64
 	index     *indexBuilder
@@ -543,7 +544,7 @@ type cleanedWriter struct {
 func newCleanedWriter(dir string, base int64, env *fileEnv) (*cleanedWriter, error) {
 	w := &cleanedWriter{dir: dir, base: base, env: env, index: newIndexBuilder(base, env.indexInterval.Load())}
 	w.removeFiles() // leftovers of a failed cleaning
-	f, err := os.OpenFile(w.path(logSuffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := w.env.fs.OpenFile(w.path(logSuffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, diskError("create cleaned segment", err)
 	}
@@ -557,7 +558,7 @@ func (w *cleanedWriter) path(suffix string) string {
 
 func (w *cleanedWriter) removeFiles() {
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		os.Remove(w.path(suf))
+		w.env.fs.Remove(w.path(suf))
 	}
 }
 
@@ -590,14 +591,14 @@ func (w *cleanedWriter) finish(group []*segment) (*segment, error) {
 	}
 	last := group[len(group)-1]
 	mtime := time.UnixMilli(last.lastModifiedMs.Load())
-	if err := os.Chtimes(w.path(logSuffix), mtime, mtime); err != nil {
+	if err := w.env.fs.Chtimes(w.path(logSuffix), mtime, mtime); err != nil {
 		return nil, fmt.Errorf("storage: set cleaned segment time: %w", err)
 	}
 	w.index.maybeTimeEntry()
-	if err := writeFileSynced(w.path(indexSuffix), w.index.index); err != nil {
+	if err := writeFileSynced(w.env.fs, w.path(indexSuffix), w.index.index); err != nil {
 		return nil, err
 	}
-	if err := writeFileSynced(w.path(timeIndexSuffix), w.index.tindex); err != nil {
+	if err := writeFileSynced(w.env.fs, w.path(timeIndexSuffix), w.index.tindex); err != nil {
 		return nil, err
 	}
 	s := newSegment(w.dir, w.base, w.env)
@@ -621,8 +622,8 @@ func (w *cleanedWriter) discard() {
 }
 
 // writeFileSynced writes data to path and fsyncs it.
-func writeFileSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func writeFileSynced(fsys vfs.FS, path string, data []byte) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return diskError("create "+path, err)
 	}
@@ -685,7 +686,7 @@ func (l *Log) swapCleaned(group []*segment, s *segment, gen int64) error {
 		}
 	}()
 	cleaned := func(suffix string) string { return segmentFileName(l.dir, s.baseOffset, suffix) + cleanedSuffix }
-	if err := os.Rename(cleaned(logSuffix), segmentFileName(l.dir, s.baseOffset, logSuffix)+swapSuffix); err != nil {
+	if err := l.env.fs.Rename(cleaned(logSuffix), segmentFileName(l.dir, s.baseOffset, logSuffix)+swapSuffix); err != nil {
 		return fmt.Errorf("storage: commit cleaned segment: %w", err)
 	}
 	if err := l.replaceWithSwapLocked(group, s); err != nil {
@@ -707,11 +708,11 @@ func (l *Log) swapCleaned(group []*segment, s *segment, gen int64) error {
 func (l *Log) replaceWithSwapLocked(group []*segment, s *segment) error {
 	name := func(suffix string) string { return segmentFileName(l.dir, s.baseOffset, suffix) }
 	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
-		if err := os.Rename(name(suf)+cleanedSuffix, name(suf)+swapSuffix); err != nil {
+		if err := l.env.fs.Rename(name(suf)+cleanedSuffix, name(suf)+swapSuffix); err != nil {
 			return fmt.Errorf("storage: rename cleaned index: %w", err)
 		}
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.env.fs, l.dir); err != nil {
 		return err
 	}
 	l.runCleanerHook("swap")
@@ -720,17 +721,17 @@ func (l *Log) replaceWithSwapLocked(group []*segment, s *segment) error {
 			return fmt.Errorf("storage: delete compacted segment: %w", err)
 		}
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.env.fs, l.dir); err != nil {
 		return err
 	}
 	l.runCleanerHook("deleted")
 	for i, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		if err := os.Rename(name(suf)+swapSuffix, name(suf)); err != nil {
+		if err := l.env.fs.Rename(name(suf)+swapSuffix, name(suf)); err != nil {
 			return fmt.Errorf("storage: rename swap file: %w", err)
 		}
 		if i == 0 {
 			l.runCleanerHook("renamed")
 		}
 	}
-	return syncDir(l.dir)
+	return syncDir(l.env.fs, l.dir)
 }

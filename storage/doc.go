@@ -148,9 +148,11 @@
 //     after the recovery point is recovered: each batch's length, magic and
 //     CRC are checked and its offsets must increase within the segment's
 //     range; the file is truncated after the last valid batch and both
-//     indexes are rebuilt. A zero-filled preallocated tail is simply
-//     trimmed; any other invalid data (torn write, garbage, bad CRC) also
-//     deletes every later segment. Batches below the recovery point were
+//     indexes are rebuilt. A zero-filled preallocated tail of the last
+//     segment is simply trimmed; any other invalid data (torn write,
+//     garbage, bad CRC, or any tail at all in a rolled segment, which was
+//     trimmed at the roll: its end was lost) also deletes every later
+//     segment, so that the log never has a hole. Batches below the recovery point were
 //     fsynced and are never dropped unless corrupt.
 //  3. Other segments get Kafka's cheap sanity check: index files present
 //     with whole entries, the last offset index entry pointing at a batch
@@ -233,6 +235,15 @@
 //     record on a compacted topic with INVALID_RECORD.
 //   - cleanup.policy=compact,delete: the cleaner and time/size retention
 //     both apply.
+//
+// # Files
+//
+// Every file of a log dir is reached through a vfs.FS (LogOptions.FS,
+// ManagerOptions.FS; vfs.Default is the operating system): opens, writes,
+// fsyncs, msyncs of mapped ranges, directory syncs, renames and removals.
+// That is what lets tests cut power (vfs.CrashFS keeps only what was
+// synced) and inject I/O errors. Only the format-time helpers of
+// logdirs.go use the os package directly.
 //
 // # Concurrency
 //

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -38,7 +39,9 @@ type ManagerOptions struct {
 	LogCleanerBackoff time.Duration
 	// Fallocate, MaxMappedSegments and CleanerDedupeBufferBytes are passed
 	// to every log (LogOptions).
-	Fallocate                func(f *os.File, offset, length int64) error
+	Fallocate func(f *os.File, offset, length int64) error
+	// FS is the file system of the log dirs (default vfs.Default).
+	FS                       vfs.FS
 	MaxMappedSegments        int
 	CleanerDedupeBufferBytes int64
 	// MaxMappedSegmentsTotal bounds the inactive segments mapped for
@@ -59,6 +62,9 @@ type ManagerOptions struct {
 func (o ManagerOptions) withDefaults() ManagerOptions {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -123,6 +129,8 @@ type dirState struct {
 	// failure, guarded by Manager.mu, is the I/O error that took the dir
 	// offline (nil while online).
 	failure error
+	// syncer is the dir's group commit for durable logs (groupsync.go).
+	syncer *groupSyncer
 }
 
 // managedLog is an open log and the log dir holding it.
@@ -175,6 +183,54 @@ type Manager struct {
 	running  bool          // guarded by mu
 }
 
+// stopSyncers stops the group commit goroutines of the dirs.
+func (m *Manager) stopSyncers() {
+	for _, ds := range m.dirs {
+		if ds.syncer != nil {
+			ds.syncer.stop()
+		}
+	}
+}
+
+// syncFailed takes the log dir of a log whose flush failed offline, as
+// Kafka does on an I/O error: the state of its page cache is unknown, a
+// retried fsync could succeed without the data, so nothing more is
+// acknowledged from it. Every log of the dir refuses writes from now on
+// (KAFKA_STORAGE_ERROR), and the dir is reported offline (LogDirs).
+func (m *Manager) syncFailed(ds *dirState, l *Log, err error) {
+	m.mu.Lock()
+	first := ds.failure == nil
+	if first {
+		ds.failure = err
+	}
+	var logs []*Log
+	for _, ml := range m.logs {
+		if ml.dir == ds {
+			logs = append(logs, ml.log)
+		}
+	}
+	m.mu.Unlock()
+	if first {
+		m.logger.Error("storage: flush failed; log dir offline, its partitions refuse writes",
+			"log_dir", ds.path, "log", l.Dir(), "err", err)
+	}
+	for _, o := range logs {
+		o.fail(fmt.Errorf("%w: %s: %w", ErrLogDirOffline, ds.path, err))
+	}
+}
+
+// GroupSyncStats sums the group commit rounds of every log dir.
+func (m *Manager) GroupSyncStats() GroupSyncStats {
+	var s GroupSyncStats
+	for _, ds := range m.dirs {
+		if ds.syncer != nil {
+			s.Rounds += ds.syncer.rounds.Load()
+			s.Syncs += ds.syncer.syncs.Load()
+		}
+	}
+	return s
+}
+
 // NewManager opens the log dirs: reads their checkpoints, notes and
 // removes the clean-shutdown marker, and lists the partition directories.
 // Logs are opened by Open.
@@ -193,12 +249,15 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 	for _, d := range dirs {
 		ds, err := m.loadDir(d)
 		if err != nil {
+			m.stopSyncers()
 			return nil, err
 		}
 		m.dirs = append(m.dirs, ds)
 		if err := m.scanPartitions(ds); err != nil {
+			m.stopSyncers()
 			return nil, err
 		}
+		ds.syncer = newGroupSyncer(func(l *Log, err error) { m.syncFailed(ds, l, err) })
 	}
 	m.checkLimits(len(m.found), true)
 	return m, nil
@@ -209,12 +268,12 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 // recovery point unknown means full recovery; HW and log start offsets
 // default to 0 (the log start is then the first segment).
 func (m *Manager) loadDir(path string) (*dirState, error) {
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	if err := m.opts.FS.MkdirAll(path, 0o755); err != nil {
 		return nil, diskError("create log dir", err)
 	}
 	ds := &dirState{path: path}
 	read := func(name string) map[TopicPartition]int64 {
-		v, err := readOffsetCheckpoint(filepath.Join(path, name))
+		v, err := readOffsetCheckpoint(m.opts.FS, filepath.Join(path, name))
 		if err != nil {
 			m.logger.Warn("storage: unreadable checkpoint file; falling back", "file", filepath.Join(path, name), "err", err)
 			if name == RecoveryPointCheckpointFile {
@@ -229,12 +288,12 @@ func (m *Manager) loadDir(path string) (*dirState, error) {
 	ds.logStarts = read(LogStartOffsetCheckpointFile)
 	ds.cleanerOffsets = read(CleanerOffsetCheckpointFile)
 	marker := filepath.Join(path, CleanShutdownFile)
-	if _, err := os.Stat(marker); err == nil {
+	if _, err := m.opts.FS.Stat(marker); err == nil {
 		ds.clean = !ds.recoveryUnknown
-		if err := os.Remove(marker); err != nil {
+		if err := m.opts.FS.Remove(marker); err != nil {
 			return nil, fmt.Errorf("storage: remove clean shutdown marker: %w", err)
 		}
-		if err := syncDir(path); err != nil {
+		if err := syncDir(m.opts.FS, path); err != nil {
 			return nil, err
 		}
 	}
@@ -274,7 +333,7 @@ func parsePartitionDirName(name string) (TopicPartition, bool) {
 // scanPartitions lists the partition dirs of ds, removing leftovers of
 // interrupted deletions (our "<name>.<hex>-delete" dirs).
 func (m *Manager) scanPartitions(ds *dirState) error {
-	des, err := os.ReadDir(ds.path)
+	des, err := m.opts.FS.ReadDir(ds.path)
 	if err != nil {
 		return diskError("list log dir", err)
 	}
@@ -286,7 +345,7 @@ func (m *Manager) scanPartitions(ds *dirState) error {
 		full := filepath.Join(ds.path, name)
 		if strings.HasSuffix(name, "-delete") && strings.Contains(name, ".") {
 			m.logger.Info("storage: removing partition dir left by an interrupted delete", "dir", full)
-			if err := os.RemoveAll(full); err != nil {
+			if err := m.opts.FS.RemoveAll(full); err != nil {
 				return fmt.Errorf("storage: remove %s: %w", full, err)
 			}
 			continue
@@ -298,7 +357,7 @@ func (m *Manager) scanPartitions(ds *dirState) error {
 		if prev, dup := m.onDisk[tp]; dup {
 			return fmt.Errorf("storage: partition %s found in both %s and %s", tp, prev.Dir, full)
 		}
-		id, err := readPartitionMetadata(full)
+		id, err := readPartitionMetadata(m.opts.FS, full)
 		if err != nil {
 			m.logger.Warn("storage: unreadable partition.metadata", "dir", full, "err", err)
 		}
@@ -402,7 +461,9 @@ func (m *Manager) openIn(ds *dirState, dir string, failure error, tp TopicPartit
 	if err != nil {
 		return nil, id, err
 	}
-	l, err := OpenLog(dir, cfg, m.stateFor(ds, tp), m.logOptions())
+	lo := m.logOptions()
+	lo.syncer = ds.syncer
+	l, err := OpenLog(dir, cfg, m.stateFor(ds, tp), lo)
 	return l, id, err
 }
 
@@ -465,17 +526,17 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 }
 
 func (m *Manager) logOptions() LogOptions {
-	return LogOptions{Now: m.opts.Now, Logger: m.logger, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
+	return LogOptions{Now: m.opts.Now, Logger: m.logger, FS: m.opts.FS, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
 		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps}
 }
 
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
 // returns the topic id in force.
 func (m *Manager) ensurePartitionMetadata(dir string, topicID [16]byte) ([16]byte, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return topicID, diskError("create partition dir", err)
+	if err := mkdirDurable(m.opts.FS, dir); err != nil {
+		return topicID, err
 	}
-	have, err := readPartitionMetadata(dir)
+	have, err := readPartitionMetadata(m.opts.FS, dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		m.logger.Warn("storage: rewriting unreadable partition.metadata", "dir", dir, "err", err)
 	}
@@ -487,7 +548,7 @@ func (m *Manager) ensurePartitionMetadata(dir string, topicID [16]byte) ([16]byt
 		return have, nil
 	}
 	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", encodeTopicID(topicID))
-	return topicID, writeFileAtomic(filepath.Join(dir, PartitionMetadataFile), []byte(data))
+	return topicID, writeFileAtomic(m.opts.FS, filepath.Join(dir, PartitionMetadataFile), []byte(data))
 }
 
 // encodeTopicID renders a UUID as Kafka does (URL-safe base64, no padding).
@@ -497,9 +558,9 @@ func encodeTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToSt
 //
 //	version: 0
 //	topic_id: <base64url uuid>
-func readPartitionMetadata(dir string) ([16]byte, error) {
+func readPartitionMetadata(fsys vfs.FS, dir string) ([16]byte, error) {
 	var id [16]byte
-	data, err := os.ReadFile(filepath.Join(dir, PartitionMetadataFile))
+	data, err := vfs.ReadFile(fsys, filepath.Join(dir, PartitionMetadataFile))
 	if err != nil {
 		return id, err
 	}
@@ -549,7 +610,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		dir = pd.Dir
 	case offline:
 		dir = off.Dir // a new log that failed to open may have left its dir
-		if _, err := os.Stat(dir); err != nil {
+		if _, err := m.opts.FS.Stat(dir); err != nil {
 			return nil
 		}
 	default:
@@ -558,13 +619,13 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	var suffix [8]byte
 	rand.Read(suffix[:])
 	tomb := fmt.Sprintf("%s.%s-delete", dir, hex.EncodeToString(suffix[:]))
-	if err := os.Rename(dir, tomb); err != nil {
+	if err := m.opts.FS.Rename(dir, tomb); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("storage: rename %s for deletion: %w", dir, err))...)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := syncDir(m.opts.FS, filepath.Dir(dir)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(tomb); err != nil {
+	if err := m.opts.FS.RemoveAll(tomb); err != nil {
 		errs = append(errs, fmt.Errorf("storage: remove %s: %w", tomb, err))
 	}
 	m.logger.Info("storage: deleted partition log", "partition", tp.String())
@@ -627,7 +688,7 @@ func (m *Manager) WriteCheckpoints() error {
 			RecoveryPointCheckpointFile: v.rp, ReplicationCheckpointFile: v.hw, LogStartOffsetCheckpointFile: v.lso,
 			CleanerOffsetCheckpointFile: v.cleaner,
 		} {
-			if err := writeOffsetCheckpoint(filepath.Join(ds.path, name), offsets); err != nil {
+			if err := writeOffsetCheckpoint(m.opts.FS, filepath.Join(ds.path, name), offsets); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -795,9 +856,15 @@ func (m *Manager) Close() error {
 	for _, ml := range m.logs {
 		logs = append(logs, ml)
 	}
-	m.mu.Unlock()
-	var errs []error
 	unclean := map[*dirState]bool{}
+	for _, ds := range m.dirs {
+		if ds.failure != nil {
+			unclean[ds] = true
+		}
+	}
+	m.mu.Unlock()
+	m.stopSyncers() // logs still queued are flushed by their Close
+	var errs []error
 	for _, ml := range logs {
 		if err := ml.log.Close(); err != nil {
 			errs = append(errs, err)
@@ -823,7 +890,7 @@ func (m *Manager) Close() error {
 		if unclean[ds] || ckErr != nil {
 			continue
 		}
-		if err := writeFileAtomic(filepath.Join(ds.path, CleanShutdownFile), nil); err != nil {
+		if err := writeFileAtomic(m.opts.FS, filepath.Join(ds.path, CleanShutdownFile), nil); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -35,6 +35,13 @@ func (l *Log) TruncateTo(offset int64) error {
 	segs := l.segmentList()
 	keep := segmentFor(segs, offset) + 1
 	delErr := l.retireLocked(segs[keep:], true, "truncation")
+	if keep < len(segs) && delErr == nil {
+		// The deleted segments must stay deleted before anything is
+		// appended at their offsets: a power cut that brought them back
+		// would leave a gap and a diverged history after it (the crash
+		// suite found it).
+		delErr = syncDir(l.env.fs, l.dir)
+	}
 	target := segs[keep-1]
 	newEnd, err := l.truncateSegmentLocked(target, offset)
 	l.setSegments(segs[:keep:keep])

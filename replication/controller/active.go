@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/quota"
 )
 
 // proposer commits one encoded entry to the metadata log and returns its
@@ -51,6 +53,10 @@ type controller struct {
 	fsm    *fsm
 	prop   proposer
 	quorum quorum // nil in tests
+
+	// mutations measures callers' controller_mutation_rate (mutation.go);
+	// the Node's, nil in tests without quotas.
+	mutations *quota.Manager
 
 	mu       sync.Mutex // held across decide + commit; guards the fields below
 	sessions map[int32]*session
@@ -148,6 +154,8 @@ func (c *controller) handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.alterUserScramCredentials(ctx, r)
 	case *kmsg.UpdateFeaturesRequest:
 		return c.updateFeatures(ctx, r)
+	case *kmsg.AlterClientQuotasRequest:
+		return c.alterClientQuotas(ctx, r)
 	}
 	return nil, fmt.Errorf("controller: api key %d is not a controller api", req.Key())
 }

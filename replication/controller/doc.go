@@ -13,12 +13,20 @@
 // (CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, AlterConfigs,
 // IncrementalAlterConfigs, AlterPartition, AlterPartitionReassignments,
 // ListPartitionReassignments, BrokerRegistration, BrokerHeartbeat,
-// UnregisterBroker, AllocateProducerIds, DescribeQuorum).
+// UnregisterBroker, AllocateProducerIds, DescribeQuorum, CreateAcls,
+// DeleteAcls, AlterUserScramCredentials, AlterClientQuotas, Envelope).
 // Each decision is a pure function of the latest image (and the clock);
 // decisions are serialized and each one's records are committed and applied
 // before the next starts, like Kafka's single-threaded QuorumController.
 // Broker sessions (heartbeat times) live only in the active controller and
 // start afresh on failover.
+//
+// Client quotas are ClientQuota records (records_quotas.go); the active
+// controller measures controller_mutation_rate (KIP-599, mutation.go) for
+// the client a request is made for: a broker forwarding a client's
+// CreateTopics, DeleteTopics or CreatePartitions names it (WithCaller), and
+// the request reaches a remote active controller in an Envelope (KIP-590,
+// envelope.go) carrying the client's principal and client id.
 //
 // Elections follow Kafka's PartitionChangeBuilder without eligible leader
 // replicas: see election.go. Fencing, controlled shutdown and unfencing

@@ -139,6 +139,7 @@ type snapshotV1 struct {
 	Scram          []userScramCredentialRecord  `json:"scram,omitempty"`
 	Features       map[string]int16             `json:"features,omitempty"`
 	FeaturesEpoch  int64                        `json:"featuresEpoch,omitempty"`
+	ClientQuotas   []clientQuotaRecord          `json:"clientQuotas,omitempty"`
 }
 
 type snapBroker struct {
@@ -198,6 +199,7 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 		s.Topics = append(s.Topics, st)
 	}
 	s.ACLs, s.Scram = snapshotSecurity(img)
+	s.ClientQuotas = snapshotClientQuotas(img)
 	if err := json.NewEncoder(w).Encode(&s); err != nil {
 		return fmt.Errorf("controller: writing snapshot: %w", err)
 	}
@@ -242,6 +244,9 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 		img.TopicsByID[t.ID] = t
 	}
 	if err := restoreSecurity(img, s.ACLs, s.Scram); err != nil {
+		return nil, err
+	}
+	if err := restoreClientQuotas(img, s.ClientQuotas); err != nil {
 		return nil, err
 	}
 	return img, nil

@@ -131,19 +131,7 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	tf.apply(&featureLevelRecord{Name: "metadata.version", Level: 25})
 	tf.apply(&commitMarkerRecord{})
 	want := tf.img()
-
-	snap, err := tf.f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	other := newTestFSM(t)
-	if err := other.f.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	other := restoredCopy(t, tf)
 	got := other.img()
 	if !reflect.DeepEqual(want, got) {
 		t.Fatalf("restored image differs:\nwant %+v\ngot  %+v", want, got)
@@ -156,6 +144,24 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if p := other.img().Partition("a", 0); p.Leader != NoLeader || !slices.Equal(p.ISR, []int32{3}) {
 		t.Fatalf("after restore and fence: %+v", p)
 	}
+}
+
+// restoredCopy is a new FSM restored from a snapshot of tf's image.
+func restoredCopy(t *testing.T, tf *testFSM) *testFSM {
+	t.Helper()
+	snap, err := tf.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	other := newTestFSM(t)
+	if err := other.f.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	return other
 }
 
 // ApplyBatch hands configuration entries to the FSM: they advance AppliedIndex.

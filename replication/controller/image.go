@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/kbroker/kbroker/quota"
 	"github.com/kbroker/kbroker/security/acl"
 	"github.com/kbroker/kbroker/security/sasl/scram"
 )
@@ -37,6 +38,9 @@ type Image struct {
 	// ScramCredentials are the salted SCRAM credentials
 	// (UserScramCredential records).
 	ScramCredentials map[ScramKey]scram.Credential
+	// ClientQuotas are the client quotas (ClientQuota records); nil until
+	// the first.
+	ClientQuotas quota.Quotas
 }
 
 // BrokerInfo is one registered broker.
@@ -210,6 +214,8 @@ type imageBuilder struct {
 	copiedConfigs bool
 	copiedACLs    bool
 	copiedScram   bool
+	copiedQuotas  bool
+	ownQuotas     map[quota.Entity]bool
 	ownTopics     map[string]bool
 	ownBrokers    map[int32]bool
 }

@@ -246,6 +246,7 @@ var recordKinds = map[string]func() record{
 	"RemoveAccessControlEntry":  func() record { return new(removeAccessControlEntryRecord) },
 	"UserScramCredential":       func() record { return new(userScramCredentialRecord) },
 	"RemoveUserScramCredential": func() record { return new(removeUserScramCredentialRecord) },
+	"ClientQuota":               func() record { return new(clientQuotaRecord) },
 }
 
 const batchKind = "Batch"
