@@ -31,7 +31,7 @@ SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPl
 FUZZ_QUOTA    ?= 20000x
 QUOTA_FUZZ    := FuzzClientQuotaRequests:./quota FuzzEnvelope:./replication/controller FuzzThrottledReplicas:./replication
 
-.PHONY: crash all build run test unit compat compat-kgo-secure compat-kgo-share fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
+.PHONY: crash all build run test unit compat compat-kgo compat-kgo-secure compat-kgo-share compat-sarama compat-kafkago compat-confluent fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -65,13 +65,41 @@ unit: build
 compat: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_SEEDS=$(KBROKER_SEEDS) $(GO) test -count=1 -timeout 20m ./compat-tests/
 
-# franz-go's pkg/kgo suite (from the module cache) over TLS with a client
-# certificate, with its SCRAM and OAuth tests on SASL_PLAINTEXT, against 3
-# brokers that replicate over SCRAM-SHA-512 on TLS; prints pass/fail/skip
-# counts. Minutes. KBROKER_KGO_RUN=regexp picks tests.
+# The client suites of issue 21, each from the Go module cache at a pinned
+# version (fetched through the module proxy, built with go test -c) against
+# a kbroker cluster the target starts, configured as the suite's upstream CI
+# configures Kafka; each prints pass/fail/skip counts and its failures
+# (compat-tests/suite_*_test.go; README "Compatibility"). Minutes each.
+# SUITE_RUN=regexp picks tests, SUITE_VERSION another version of the module.
+SUITE_RUN     ?= $(KBROKER_KGO_RUN)
+SUITE_VERSION ?=
+SUITE_GO_TEST = KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_SUITE_RUN='$(SUITE_RUN)' KBROKER_SUITE_VERSION=$(SUITE_VERSION) \
+	$(GO) test -count=1 -v -timeout 60m
+
+# franz-go's pkg/kgo (v1.22.3) on plaintext, three brokers, KGO_TEST_RF=3.
+compat-kgo: build
+	KBROKER_SUITE=kgo $(SUITE_GO_TEST) -run '^TestKgoSuite$$' ./compat-tests/
+
+# franz-go's pkg/kgo over TLS with a client certificate, with its SCRAM and
+# OAuth tests on SASL_PLAINTEXT, against 3 brokers that replicate over
+# SCRAM-SHA-512 on TLS.
 compat-kgo-secure: build
-	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_KGO_SECURE=1 KBROKER_KGO_RUN='$(KBROKER_KGO_RUN)' \
-		$(GO) test -count=1 -v -timeout 45m -run '^TestKgoSuiteSecure$$' ./compat-tests/
+	KBROKER_SUITE=kgo-secure $(SUITE_GO_TEST) -run '^TestKgoSuiteSecure$$' ./compat-tests/
+
+# IBM/sarama's functional tests (build tag functional): five brokers behind
+# toxiproxy on 127.0.0.1:29091-29095, as its docker-compose lays them out.
+compat-sarama: build
+	KBROKER_SUITE=sarama $(SUITE_GO_TEST) -run '^TestSaramaSuite$$' ./compat-tests/
+
+# segmentio/kafka-go against one broker on localhost:9092 (PLAINTEXT) and
+# :9093 (SASL_PLAINTEXT), KAFKA_VERSION=3.7.0, as its CircleCI runs it.
+compat-kafkago: build
+	KBROKER_SUITE=kafkago $(SUITE_GO_TEST) -run '^TestKafkaGoSuite$$' ./compat-tests/
+
+# confluent-kafka-go v2's kafka package (cgo, bundled librdkafka) with a
+# testconf.json naming one broker (PLAINTEXT and SASL_PLAINTEXT PLAIN).
+compat-confluent: build
+	KBROKER_SUITE=confluent $(SUITE_GO_TEST) -run '^TestConfluentSuite$$' ./compat-tests/
 
 # franz-go's pkg/kgo share group tests (issue 16: TestShareGroup,
 # TestShareGroupETL, TestShareGroupAckOnClose, TestShareGroupOffsetsAdmin,
@@ -79,8 +107,7 @@ compat-kgo-secure: build
 # brokers with every topic at RF=3. Minutes. KBROKER_KGO_RUN=regexp picks
 # other tests.
 compat-kgo-share: build
-	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_KGO_SHARE=1 KBROKER_KGO_RUN='$(KBROKER_KGO_RUN)' \
-		$(GO) test -count=1 -v -timeout 30m -run '^TestKgoShareSuite$$' ./compat-tests/
+	KBROKER_SUITE=kgo-share $(SUITE_GO_TEST) -run '^TestKgoShareSuite$$' ./compat-tests/
 
 # The fault-injection suite (compat-tests/chaos): every nemesis, minutes.
 # Replay a run with CHAOS_SEED=N (the seed each scenario prints); pick tests

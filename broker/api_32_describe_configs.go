@@ -15,6 +15,7 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -181,5 +182,42 @@ func (b *Broker) describeBrokerConfigs(view *metadataView, r *kmsg.DescribeConfi
 			c.Documentation = kmsg.StringPtr(e.Doc)
 		}
 		res.Configs = append(res.Configs, c)
+	}
+	b.describeDynamicOnly(view, r, rr, res)
+}
+
+// describeDynamicOnly adds the dynamic broker configs that have no static
+// entry (listener.name.<l>.* set through AlterConfigs), as Kafka lists
+// them: secrets as null.
+func (b *Broker) describeDynamicOnly(view *metadataView, r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, res *kmsg.DescribeConfigsResponseResource) {
+	resources := []string{""}
+	if rr.ResourceName != "" {
+		resources = []string{strconv.Itoa(int(b.cfg.NodeID)), ""} // its own first
+	}
+	seen := map[string]bool{}
+	for _, resource := range resources {
+		for _, name := range slices.Sorted(maps.Keys(view.img.BrokerConfigs[resource])) {
+			if seen[name] || !config.IsDynamicOnly(name) || (rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, name)) {
+				continue
+			}
+			seen[name] = true
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name, c.Source = name, kmsg.ConfigSource(sourceDynamicDefaultBroker)
+			if resource != "" {
+				c.Source = kmsg.ConfigSource(sourceDynamicBroker)
+			}
+			c.ConfigType = kmsg.ConfigType(config.TypeString)
+			if config.SensitiveProperty(name) {
+				c.IsSensitive, c.ConfigType = true, kmsg.ConfigType(config.TypePassword)
+			} else {
+				c.Value = kmsg.StringPtr(view.img.BrokerConfigs[resource][name])
+			}
+			if r.IncludeSynonyms {
+				syn := synonym(name, "", int8(c.Source))
+				syn.Value = c.Value
+				c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn}
+			}
+			res.Configs = append(res.Configs, c)
+		}
 	}
 }

@@ -43,6 +43,11 @@ type Broker struct {
 	groups      *groups                      // the group coordinator wired to this broker
 	shares      *shares                      // share groups (KIP-932) wired to this broker
 	image       atomic.Pointer[metadataView] // the latest applied image
+	// announced is the latest image as Metadata answers it: stored as soon
+	// as the image arrives, before this broker's partitions follow it (as
+	// Kafka's metadata cache is published before its replica manager
+	// applies the change), so that a new topic is listed at once.
+	announced atomic.Pointer[metadataView]
 	producers   *producerIDs
 	imageReady  chan struct{} // closed once the first image is applied
 	viewChanged viewSignal    // broadcast on every applied image
@@ -79,6 +84,7 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b.metrics.reg.MustRegister(newQuotaCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
+	b.announced.Store(b.image.Load())
 	return b
 }
 

@@ -66,6 +66,7 @@ func (b *Broker) apis() []api {
 		{49, 0, 1, b.handleAlterClientQuotas},
 		{50, 0, 0, b.handleDescribeUserScramCredentials},
 		{51, 0, 0, b.handleAlterUserScramCredentials},
+		{57, 0, 2, b.handleUpdateFeatures},
 		{60, 0, 1, b.handleDescribeCluster},
 		{61, 0, 0, b.handleDescribeProducers},
 		{68, 0, 1, b.handleConsumerGroupHeartbeat},

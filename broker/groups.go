@@ -82,9 +82,7 @@ func newGroups(b *Broker) *groups {
 			img := b.view().img
 			out := make([]string, 0, len(img.Topics))
 			for name := range img.Topics {
-				if !isInternalTopic(name) {
-					out = append(out, name)
-				}
+				out = append(out, name)
 			}
 			return out
 		},

@@ -81,6 +81,15 @@ type clusterOpts struct {
 	// brokerOnly (with separateController) starts the brokers with
 	// process.roles=broker and no controller listener, as Kafka's brokers.
 	brokerOnly bool
+	// clientAddrs fixes the client listeners' addresses (broker i on
+	// clientAddrs[i]) for suites that dial fixed ports.
+	clientAddrs []string
+	// listeners, when set, replaces each broker's listeners (by default
+	// PLAINTEXT on clientAddr and CONTROLLER on ctrlAddr).
+	listeners func(n *node) string
+	// scram are credentials (kbroker format --add-scram syntax) stored
+	// before the first start.
+	scram []string
 }
 
 // seeds returns KBROKER_SEEDS when testing against a live cluster.
@@ -130,6 +139,9 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			ctrlAddr:   fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
 			dataDir:    filepath.Join(base, fmt.Sprintf("node-%d", i+1)),
 		}
+		if i < len(opts.clientAddrs) {
+			n.clientAddr = opts.clientAddrs[i]
+		}
 		metrics := "--metrics.listen="
 		if opts.metrics {
 			n.metricsAddr = fmt.Sprintf("127.0.0.1:%d", ports[2*opts.brokers+2+i])
@@ -140,6 +152,9 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 		if opts.brokerOnly {
 			listeners, roles = "--listeners=PLAINTEXT://"+n.clientAddr, "--process.roles=broker"
 		}
+		if opts.listeners != nil {
+			listeners = "--listeners=" + opts.listeners(n)
+		}
 		n.args = append(append([]string{
 			"serve",
 			fmt.Sprintf("--node.id=%d", n.id),
@@ -149,6 +164,9 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 		}, common...), opts.flags...)
 		if opts.nodeFlags != nil {
 			n.args = append(n.args, opts.nodeFlags(n.id)...)
+		}
+		if len(opts.scram) > 0 {
+			n.format(opts.scram)
 		}
 		c.nodes = append(c.nodes, n)
 	}
@@ -193,6 +211,19 @@ func (n *node) start() {
 	n.mu.Unlock()
 	if err := n.Start(cmd, nil); err != nil {
 		n.t.Fatalf("starting node %d: %v", n.id, err)
+	}
+}
+
+// format stores SCRAM credentials (kbroker format --add-scram) with the
+// node's configuration, before its first start.
+func (n *node) format(credentials []string) {
+	n.t.Helper()
+	args := append([]string{"format"}, n.args[1:]...)
+	for _, c := range credentials {
+		args = append(args, "--add-scram", c)
+	}
+	if out, err := exec.Command(kbrokerBin, args...).CombinedOutput(); err != nil {
+		n.t.Fatalf("kbroker format (node %d): %v\n%s", n.id, err, out)
 	}
 }
 

@@ -308,7 +308,7 @@ var keyTable = []Key{
 	{Name: "log.cleaner.min.cleanable.ratio", Type: TypeDouble, Default: "0.5", Dynamic: true, check: betweenFloat(0, 1),
 		field: func(c *Config) any { return &c.LogCleanerMinCleanableRatio },
 		Doc:   "The smallest ratio of dirty log to total log for a log to be compacted."},
-	{Name: "log.cleaner.backoff.ms", Type: TypeLong, Default: "15000", check: atLeast(0),
+	{Name: "log.cleaner.backoff.ms", Type: TypeLong, Default: "15000", Dynamic: true, check: atLeast(0),
 		field: func(c *Config) any { return &c.LogCleanerBackoff },
 		Doc:   "How often the log cleaner looks for logs to compact."},
 

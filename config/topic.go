@@ -281,21 +281,3 @@ var topicTable = []TopicKey{
 // ErrNotDynamic is returned, wrapped, for a broker key that cannot change
 // without a restart (Kafka refuses such an update with INVALID_REQUEST).
 var ErrNotDynamic = errors.New("config: cannot be updated dynamically")
-
-// ValidateBrokerConfig checks one dynamic broker config (IncrementalAlterConfigs
-// or AlterConfigs on a BROKER resource): a key kbroker knows, that may change
-// at run time, with a value of its type in its range.
-func ValidateBrokerConfig(name, value string) error {
-	k := keyByName(name)
-	if k == nil {
-		return fmt.Errorf("config: unknown broker config %s", name)
-	}
-	if !k.Dynamic {
-		return fmt.Errorf("%w: %s (a restart with the new value is needed)", ErrNotDynamic, name)
-	}
-	v, err := k.parse(value)
-	if err != nil {
-		return err
-	}
-	return k.validate(value, v)
-}

@@ -65,7 +65,7 @@ func (c *controller) configChanges(typ kmsg.ConfigResourceType, name string, cur
 		if old, ok := cur[k]; ok && old == v {
 			continue
 		}
-		if e := c.validateConfig(typ, k, v); e != nil {
+		if e := c.validateConfig(typ, name, k, v); e != nil {
 			return nil, e
 		}
 		recs = append(recs, &setConfigRecord{ResourceType: int8(typ), Resource: name, Key: k, Value: ptrTo(v)})
@@ -78,12 +78,12 @@ func (c *controller) configChanges(typ kmsg.ConfigResourceType, name string, cur
 	return recs, nil
 }
 
-func (c *controller) validateConfig(typ kmsg.ConfigResourceType, name, value string) *apiError {
+func (c *controller) validateConfig(typ kmsg.ConfigResourceType, resource, name, value string) *apiError {
 	switch {
 	case typ == kmsg.ConfigResourceTypeTopic:
 		return c.validateTopicConfig(name, value)
 	case typ == kmsg.ConfigResourceTypeBroker && c.opts.ValidateBrokerConfig != nil:
-		if err := c.opts.ValidateBrokerConfig(name, value); err != nil {
+		if err := c.opts.ValidateBrokerConfig(name, value, resource != ""); err != nil {
 			return newAPIError(kerr.InvalidRequest, "%s", err.Error())
 		}
 	}

@@ -20,7 +20,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 			}
 			return nil
 		}
-		o.ValidateBrokerConfig = func(name, value string) error {
+		o.ValidateBrokerConfig = func(name, value string, _ bool) error {
 			if name == "broker.id" {
 				return errors.New("Cannot update these configs dynamically: Set(broker.id)")
 			}

@@ -299,6 +299,7 @@ func (c *controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 	if _, err := c.commit(ctx, recs...); err != nil {
 		return nil, err
 	}
+	c.publishCommits()
 	for _, r := range recs {
 		rec := r.(*createTopicRecord)
 		c.log.Info("topic created", "topic", rec.Name, "id", rec.ID, "partitions", len(rec.Partitions))
@@ -356,6 +357,7 @@ func (c *controller) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		return nil, err
 	}
 	if len(recs) > 0 {
+		c.publishCommits()
 		c.log.Info("topics deleted", "count", len(recs))
 	}
 	return resp, nil

@@ -21,6 +21,8 @@ func (r *initClusterRecord) apply(b *imageBuilder, _ uint64) error {
 
 func (*activationRecord) apply(*imageBuilder, uint64) error { return nil }
 
+func (*commitMarkerRecord) apply(*imageBuilder, uint64) error { return nil }
+
 func (r *registerBrokerRecord) apply(b *imageBuilder, index uint64) error {
 	b.putBroker(&BrokerInfo{
 		ID:            r.ID,

@@ -138,6 +138,8 @@ type snapshotV1 struct {
 	GroupConfigs   map[string]map[string]string `json:"groupConfigs,omitempty"`
 	ACLs           []accessControlEntryRecord   `json:"acls,omitempty"`
 	Scram          []userScramCredentialRecord  `json:"scram,omitempty"`
+	Features       map[string]int16             `json:"features,omitempty"`
+	FeaturesEpoch  int64                        `json:"featuresEpoch,omitempty"`
 	ClientQuotas   []clientQuotaRecord          `json:"clientQuotas,omitempty"`
 }
 
@@ -176,6 +178,8 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 		NextProducerID: img.NextProducerID,
 		BrokerConfigs:  img.BrokerConfigs,
 		GroupConfigs:   img.GroupConfigs,
+		Features:       img.Features,
+		FeaturesEpoch:  img.FeaturesEpoch,
 	}
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		b := img.Brokers[id]
@@ -216,6 +220,7 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 	img.ClusterID = s.ClusterID
 	img.AppliedIndex = s.AppliedIndex
 	img.NextProducerID = s.NextProducerID
+	img.Features, img.FeaturesEpoch = s.Features, s.FeaturesEpoch
 	for res, m := range s.BrokerConfigs {
 		img.BrokerConfigs[res] = m
 	}

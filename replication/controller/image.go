@@ -26,6 +26,11 @@ type Image struct {
 	GroupConfigs   map[string]map[string]string // group id: its dynamic group configs (share.*)
 	NextProducerID int64
 
+	// Features are the finalized feature levels (features.go), 0s
+	// included once set; FeaturesEpoch is the index of the last change.
+	Features      map[string]int16
+	FeaturesEpoch int64
+
 	// ACLSet is the ACLs of the metadata log (AccessControlEntry records),
 	// indexed for the authorizer; nil until the first ACL. acls holds them
 	// by id.

@@ -418,6 +418,18 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // applied the entry.
 type raftProposer struct{ r *raft.Raft }
 
+// publish appends a commit marker without waiting for it: the append goes
+// to the followers at once and carries the leader's commit index, so they
+// apply what was just committed now (hashicorp/raft otherwise tells them
+// with its next append, up to twice CommitTimeout later). The marker is a
+// command, not a Raft barrier, so that the image's AppliedIndex keeps
+// reaching the commit index (WaitReady).
+func (p raftProposer) publish() {
+	if data, err := encodeEntry(&commitMarkerRecord{}); err == nil {
+		p.r.Apply(data, 0)
+	}
+}
+
 func (p raftProposer) propose(ctx context.Context, data []byte) (uint64, error) {
 	timeout := 10 * time.Second
 	if d, ok := ctx.Deadline(); ok {

@@ -66,7 +66,7 @@ type Options struct {
 	// or cluster default) that IncrementalAlterConfigs or AlterConfigs sets;
 	// nil accepts everything. A refusal answers INVALID_REQUEST with the
 	// error's text, as Kafka does for broker configs (KAFKA-13609).
-	ValidateBrokerConfig func(name, value string) error
+	ValidateBrokerConfig func(name, value string, perBroker bool) error
 
 	// ControllerQuotaWindow is controller.quota.window.num windows of
 	// controller.quota.window.size.seconds: the token buckets of the
