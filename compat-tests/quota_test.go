@@ -128,7 +128,10 @@ func TestProducerByteRateQuota(t *testing.T) {
 	var slowBytes, fastBytes int64
 	var fastTook time.Duration
 	wg.Add(2)
-	go func() { defer wg.Done(); slowBytes, _ = produceFor(ctx, slow, topic, 10<<10, quotaDuration, math.MaxInt64) }()
+	go func() {
+		defer wg.Done()
+		slowBytes, _ = produceFor(ctx, slow, topic, 10<<10, quotaDuration, math.MaxInt64)
+	}()
 	go func() {
 		defer wg.Done()
 		// At full speed beside it, for a bounded volume: the 2 cores make

@@ -41,6 +41,9 @@ var Features = []Feature{
 		Fixed: "kraft.version cannot change on a static quorum (controller.quorum.voters)"},
 	// group.version 1: KIP-848's consumer rebalance protocol.
 	{Name: "group.version", Min: 0, Max: 1, Bootstrap: 1},
+	// share.version 1: KIP-932 share groups (GA in Kafka 4.2, on by
+	// default for new clusters).
+	{Name: "share.version", Min: 0, Max: 1, Bootstrap: 1},
 }
 
 // FeatureByName returns the feature called name.
