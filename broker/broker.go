@@ -40,14 +40,14 @@ type Broker struct {
 	// the ports are known.
 	listeners map[string]net.Listener
 
-	groups      *groups                      // the group coordinator wired to this broker
-	shares      *shares                      // share groups (KIP-932) wired to this broker
-	image       atomic.Pointer[metadataView] // the latest applied image
+	groups *groups                      // the group coordinator wired to this broker
+	shares *shares                      // share groups (KIP-932) wired to this broker
+	image  atomic.Pointer[metadataView] // the latest applied image
 	// announced is the latest image as Metadata answers it: stored as soon
 	// as the image arrives, before this broker's partitions follow it (as
 	// Kafka's metadata cache is published before its replica manager
 	// applies the change), so that a new topic is listed at once.
-	announced atomic.Pointer[metadataView]
+	announced   atomic.Pointer[metadataView]
 	producers   *producerIDs
 	imageReady  chan struct{} // closed once the first image is applied
 	viewChanged viewSignal    // broadcast on every applied image
