@@ -42,13 +42,15 @@ type loadConfig struct {
 	Rate        float64       // records/s over all producers (0: as fast as possible)
 	Linger      time.Duration // franz-go's ProducerLinger (its default is 10ms)
 	Timeout     time.Duration // the run fails if not done by then (0: 5 minutes)
-	Mode        string        // produce, consume, e2e, groups
+	Mode        string        // produce, consume, e2e, groups, share, members
 	Pids        []int         // broker processes to measure (optional)
 	// TopicConfigs are the topic's configs at creation (w2-durable:
 	// flush.messages=1).
 	TopicConfigs map[string]*string
 	IdleConns    int // produce: connections opened (ApiVersions done) and left idle before the producers connect
 	Groups       int // groups: consumer groups reading the whole topic at once
+	Members      int // share, members: the consumers of the one group (a share group, a classic group) reading the topic
+	RecordLocks  int // share: the group's share.partition.max.record.locks (0: the broker's default)
 	// ClientOpts are added to every client of the run: TLS and SASL for
 	// a secured target (kbroker-sasl-ssl).
 	ClientOpts []kgo.Opt `json:"-"`
@@ -161,12 +163,16 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadResult, error) {
 	if cfg.Mode == "groups" && cfg.Groups <= 0 {
 		return loadResult{}, errors.New("a groups run needs Groups > 0")
 	}
-	if cfg.Mode != "consume" && cfg.Mode != "groups" && cfg.Records <= 0 {
+	if (cfg.Mode == "share" || cfg.Mode == "members") && cfg.Members <= 0 {
+		return loadResult{}, errors.New("a share or members run needs Members > 0")
+	}
+	reads := cfg.Mode == "consume" || cfg.Mode == "groups" || cfg.Mode == "share" || cfg.Mode == "members"
+	if !reads && cfg.Records <= 0 {
 		return loadResult{}, errors.New("a produce run needs a record cap (Records > 0)")
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	if cfg.Mode != "consume" && cfg.Mode != "groups" {
+	if !reads {
 		if err := ensureTopic(ctx, cfg); err != nil {
 			return loadResult{}, err
 		}
@@ -214,8 +220,10 @@ func runMode(ctx context.Context, cfg loadConfig, startClock, stopClock func()) 
 		return endToEnd(ctx, cfg, startClock)
 	case "groups":
 		return consumeGroups(ctx, cfg, startClock, stopClock)
+	case "share", "members":
+		return consumeMembers(ctx, cfg, cfg.Mode == "share", startClock, stopClock)
 	}
-	return loadResult{}, fmt.Errorf("unknown mode %q (produce, consume, e2e, groups)", cfg.Mode)
+	return loadResult{}, fmt.Errorf("unknown mode %q (produce, consume, e2e, groups, share, members)", cfg.Mode)
 }
 
 // The client settings of every target, stated in BENCHMARKS.md ("Rules

@@ -49,19 +49,26 @@ var (
 	durableM  = append(slices.Clone(produceM), mFsyncs, mDirSyncs, mRounds)
 	produceM  = []metric{mCount, mRecs, mMB, mAck50, mAck99, mAck999, mCPU, mFaults, mHWM, mAnon}
 	groupsM   = []metric{mCount, mRecs, mMB, mCPU, mHWM, mAnon, mSetup}
+	mJoin     = metric{"join: every member assigned", func(r loadResult) float64 { return float64(r.Setup) }, msFmt}
+	queueM    = []metric{mCount, mRecs, mMB, mCPU, mCPURec, mHWM, mAnon, mJoin}
 	wMetrics  = map[string][]metric{
-		"w1":         produceM,
-		"w2":         produceM,
-		"w3":         {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
-		"w2-acks1":   produceM,
-		"w2-durable": durableM,
-		"w4":         {mCount, mRecs, mE2E50, mE2E99, mAck50, mAck99, mCPU, mCPURec, mHWM, mAnon},
-		"conn-one":   produceM,
-		"conn-idle":  append(slices.Clone(produceM), mIdleAnon, mIdleRSS, mIdleSock),
-		"conn-many":  produceM,
-		"cg-fill":    produceM,
-		"cg-one":     groupsM,
-		"cg-many":    groupsM,
+		"w1":            produceM,
+		"w2":            produceM,
+		"w3":            {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
+		"w2-acks1":      produceM,
+		"w2-durable":    durableM,
+		"w4":            {mCount, mRecs, mE2E50, mE2E99, mAck50, mAck99, mCPU, mCPURec, mHWM, mAnon},
+		"conn-one":      produceM,
+		"conn-idle":     append(slices.Clone(produceM), mIdleAnon, mIdleRSS, mIdleSock),
+		"conn-many":     produceM,
+		"cg-fill":       produceM,
+		"cg-one":        groupsM,
+		"cg-many":       groupsM,
+		"qs-fill1":      produceM,
+		"qs-share":      queueM,
+		"qs-share-2000": queueM,
+		"qs-fill4":      produceM,
+		"qs-classic":    queueM,
 	}
 	wDesc = map[string]string{
 		"w1":         "1 partition, 100 B records, acks=1, RF=1, 1 broker",
@@ -71,7 +78,8 @@ var (
 		"w2-durable": "w2 with durable acks: flush.messages=1 on the topic (acknowledged once every ISR member fsynced it), RF=3, 3 brokers; kbroker only",
 		"w4":         "e2e at 5,000 records/s, 12 partitions, 1 KiB, acks=all (idempotent), RF=3, 3 brokers, linger 0",
 	}
-	reportOrder = []string{"w1", "w2", "w3", "w2-acks1", "w2-durable", "w4", "conn-one", "conn-idle", "conn-many", "cg-fill", "cg-one", "cg-many"}
+	reportOrder = []string{"w1", "w2", "w3", "w2-acks1", "w2-durable", "w4", "qs-fill1", "qs-share", "qs-share-2000", "qs-fill4", "qs-classic",
+		"conn-one", "conn-idle", "conn-many", "cg-fill", "cg-one", "cg-many"}
 )
 
 // median of vs; ok false when there are none.
@@ -116,6 +124,7 @@ func (s *suite) report() {
 		s.issue20()
 		s.issue8()
 		s.issue15()
+		s.issue16()
 		s.issue19()
 		s.scaleTable()
 		s.perRep()
@@ -281,6 +290,29 @@ func (s *suite) anyGoalRan(gs []goal) bool {
 // issue15Goals are the security issue's throughput goal.
 var issue15Goals = []goal{
 	{"w2 MB/s over SASL_SSL (SCRAM-SHA-512, TLS between brokers too) vs plaintext", side{"w2", kindKbrokerSASLSSL}, side{"w2", kindKbroker}, mMB, 0.6, true},
+}
+
+// issue16Goals are the share groups issue's throughput goal: a queue on
+// one partition against the classic way of sharing the same load.
+var issue16Goals = []goal{
+	{"share group, 4 consumers on 1 partition, vs a classic group of 4 on 4 partitions (records/s); share.partition.max.record.locks=10000",
+		side{"qs-share", kindKbroker}, side{"qs-classic", kindKbroker}, mRecs, 0.5, true},
+	{"the same with Kafka's default share.partition.max.record.locks, 2000",
+		side{"qs-share-2000", kindKbroker}, side{"qs-classic", kindKbroker}, mRecs, 0.5, true},
+}
+
+func (s *suite) issue16() {
+	if !s.has(kindKbroker) || !s.attemptedAny("qs-share") {
+		return
+	}
+	fmt.Fprintf(s.out, "\n## Issue 16: a share group against a classic group (ratios of medians, this run)\n\n")
+	s.goalTable(issue16Goals)
+	if share, ok := s.median("qs-share", kindKfake, mRecs); ok {
+		if classic, ok := s.median("qs-classic", kindKfake, mRecs); ok && classic > 0 {
+			fmt.Fprintf(s.out, "\n- context: kfake's share group reads %s records/s, %.2fx its classic group (%s records/s)\n",
+				num(share), share/classic, num(classic))
+		}
+	}
 }
 
 func (s *suite) issue15() {

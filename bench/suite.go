@@ -42,10 +42,12 @@ type suiteConfig struct {
 	Caps       map[string]int64 // records per repetition, by produce workload
 	Timeout    time.Duration    // of each run
 	Targets    []targetKind
-	Workloads  []string // w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart, partitions and scale.go's
-	Segments   int      // segments for the restart measure
-	Note       string   // printed in the report's header (the build, say)
-	WarmMemory bool     // touch the available memory once first (warm.go)
+	Workloads  []string // w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart, fetch-sessions, partitions and scale.go's
+	// FetchSessionRecords fill the fetch-sessions topic (fetchsessions.go).
+	FetchSessionRecords int64
+	Segments            int    // segments for the restart measure
+	Note                string // printed in the report's header (the build, say)
+	WarmMemory          bool   // touch the available memory once first (warm.go)
 	// ScramConns SCRAM connections set up, ScramConcurrency at a time
 	// (scram-conns, secure.go).
 	ScramConns, ScramConcurrency int
@@ -57,11 +59,12 @@ type suiteConfig struct {
 // at 5,000 records/s for w4.
 // The connections runs and the consumers' topic have w2's volume.
 var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w2-durable": 1_000_000, "w4": 50_000,
-	"conn-one": 1_000_000, "conn-idle": 1_000_000, "conn-many": 1_000_000, "cg-fill": 1_000_000}
+	"conn-one": 1_000_000, "conn-idle": 1_000_000, "conn-many": 1_000_000, "cg-fill": 1_000_000,
+	"qs-fill1": 300_000, "qs-fill4": 300_000}
 
 // capFollows are the caps that follow another's unless given, so that the
 // runs compared with each other have equal volumes.
-var capFollows = map[string]string{"w2-acks1": "w2", "w2-durable": "w2", "conn-idle": "conn-one", "conn-many": "conn-one"}
+var capFollows = map[string]string{"w2-acks1": "w2", "w2-durable": "w2", "conn-idle": "conn-one", "conn-many": "conn-one", "qs-fill4": "qs-fill1"}
 
 // parseCaps reads "w1=N,w2=N,..." over the defaults; a cap of capFollows
 // follows its leader's unless given.
@@ -129,6 +132,7 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 		"w4":         {name: "w4", brokers: 3, load: w4},
 	}
 	maps.Copy(ws, scaleWorkloads(sc))
+	maps.Copy(ws, queueWorkloads())
 	for name, w := range ws {
 		w.load.Producers, w.load.Timeout = max(w.load.Producers, 1), timeout
 		if w.reads == "" {
@@ -145,7 +149,7 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 // so that kbroker's acks=all and acks=1 runs are minutes apart at most, and
 // w2-durable (durable acks) after them.
 // Groups of one stage share the stage's clusters.
-var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1", "w2-durable"}, {"w4"},
+var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1", "w2-durable"}, {"w4"}, {"qs-fill1", "qs-share", "qs-share-2000", "qs-fill4", "qs-classic"},
 	{"conn-one", "conn-idle", "conn-many"}, {"cg-fill", "cg-one", "cg-many"}}
 
 // rotation is the order of the targets in repetition rep (1-based; the
@@ -171,7 +175,7 @@ func runsWorkload(t targetKind, w string) bool {
 	case t == kindNullRF, t == kindKbrokerSASLSSL:
 		return w == "w2"
 	case t == kindNull:
-		return w != "partitions" && !strings.HasPrefix(w, "cg-")
+		return w != "partitions" && !strings.HasPrefix(w, "cg-") && !strings.HasPrefix(w, "qs-")
 	}
 	return true
 }
@@ -254,6 +258,11 @@ func (s *suite) extras(ctx context.Context) {
 	if s.enabled("restart") && slices.Contains(s.cfg.Targets, kindKbroker) {
 		if err := s.restart(ctx); err != nil {
 			fmt.Fprintf(s.out, "\nrestart measure failed: %v\n", err)
+		}
+	}
+	if s.enabled("fetch-sessions") && slices.Contains(s.cfg.Targets, kindKbroker) {
+		if err := s.fetchSessions(ctx); err != nil {
+			fmt.Fprintf(s.out, "\nfetch-sessions measure failed: %v\n", err)
 		}
 	}
 	if s.enabled("scram-conns") && s.cfg.ScramConns > 0 {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/fetchsession"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
@@ -40,14 +41,25 @@ type Broker struct {
 	// the ports are known.
 	listeners map[string]net.Listener
 
-	groups      *groups                      // the group coordinator wired to this broker
-	image       atomic.Pointer[metadataView] // the latest applied image
+	groups *groups                      // the group coordinator wired to this broker
+	shares *shares                      // share groups (KIP-932) wired to this broker
+	image  atomic.Pointer[metadataView] // the latest applied image
+	// announced is the latest image as Metadata answers it: stored as soon
+	// as the image arrives, before this broker's partitions follow it (as
+	// Kafka's metadata cache is published before its replica manager
+	// applies the change), so that a new topic is listed at once.
+	announced   atomic.Pointer[metadataView]
 	producers   *producerIDs
 	imageReady  chan struct{} // closed once the first image is applied
 	viewChanged viewSignal    // broadcast on every applied image
 
 	metrics    *metrics
-	httpServer *http.Server // /metrics, /healthz, /readyz
+	httpServer *http.Server          // /metrics, /healthz, /readyz
+	quotas     *clientQuotas         // client quota managers (quotas.go)
+	throttles  *replicationThrottles // replication throttles (replication_throttle.go)
+	// fetchSessions are the incremental fetch sessions (KIP-227) of the
+	// consumers and followers that fetch from this broker.
+	fetchSessions *fetchsession.Cache
 
 	sec     *brokerSecurity    // listeners' TLS and SASL, clients' credentials (security.go)
 	authz   *acl.Authorizer    // nil: no authorizer configured (authz.go)
@@ -70,11 +82,18 @@ type Broker struct {
 func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b := &Broker{cfg: cfg, logger: logger, now: time.Now, listeners: map[string]net.Listener{},
 		imageReady: make(chan struct{}), halted: make(chan error, 1)}
+	b.quotas = newClientQuotas(cfg, b.now)
+	b.throttles = b.newReplicationThrottles()
 	b.dispatch = newDispatcher(b.apis())
+	b.dispatch.around = b.withQuotas
 	b.metrics = newMetrics()
-	b.metrics.reg.MustRegister(newStateCollector(b))
+	b.fetchSessions = fetchsession.New(fetchsession.Options{MaxSlots: int(cfg.MaxIncrementalFetchSessionCacheSlots)})
+	b.metrics.reg.MustRegister(newFetchSessionCollector(b.fetchSessions))
+	b.metrics.reg.MustRegister(newStateCollector(b), newShareCollector(b))
+	b.metrics.reg.MustRegister(newQuotaCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
+	b.announced.Store(b.image.Load())
 	return b
 }
 
@@ -85,11 +104,12 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := storage.PrepareLogDirs(b.cfg.LogDirs); err != nil {
 		return fmt.Errorf("log.dirs: %w", err)
 	}
-	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
-		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
-	}
 	if err := b.startSecurity(ctx); err != nil {
 		return err
+	}
+	// After the security: the console reads through a listener as built.
+	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
+		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
 	}
 	if !b.cfg.HasRole(config.RoleBroker) {
 		return b.startControllerOnly(ctx)
@@ -112,6 +132,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	b.ctrl = ctrl
 	ctrl.Subscribe(b.applySecurityImage)
 	b.server = protocol.NewServer(b.dispatch, b.serverOptions())
+	b.shares = newShares(b)
 	b.groups = newGroups(b)
 	ctrl.Subscribe(b.applyImage)
 
@@ -230,6 +251,9 @@ func (b *Broker) stopServing() {
 	b.wg.Wait()
 	if b.groups != nil {
 		b.groups.close()
+	}
+	if b.shares != nil {
+		b.shares.close()
 	}
 	if b.replicas != nil {
 		b.replicas.Close()

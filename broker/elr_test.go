@@ -45,9 +45,10 @@ func TestDescribeTopicPartitionsShowsELR(t *testing.T) {
 }
 
 // ApiVersions lists eligible.leader.replicas.version as supported (0-1,
-// v4+) and finalized at 1 (v3+).
+// v4+: v3 leaves out features whose minimum is 0) and, as a new cluster
+// finalizes it (features.go), at level 1 (v3+).
 func TestApiVersionsListsELRFeature(t *testing.T) {
-	b := brokerWithImage(t, &controller.Image{})
+	b := brokerWithImage(t, &controller.Image{Features: map[string]int16{controller.ELRFeature: 1}, FeaturesEpoch: 7})
 	for _, v := range []int16{3, 4} {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.SetVersion(v)
@@ -58,7 +59,7 @@ func TestApiVersionsListsELRFeature(t *testing.T) {
 		finalized := slices.ContainsFunc(resp.FinalizedFeatures, func(f kmsg.ApiVersionsResponseFinalizedFeature) bool {
 			return f.Name == controller.ELRFeature && f.MaxVersionLevel == 1 && f.MinVersionLevel == 1
 		})
-		if supported != (v >= 4) || !finalized || resp.FinalizedFeaturesEpoch < 0 {
+		if supported != (v >= 4) || !finalized || resp.FinalizedFeaturesEpoch != 7 {
 			t.Fatalf("v%d: supported %v finalized %v (epoch %d): %+v %+v", v, supported, finalized,
 				resp.FinalizedFeaturesEpoch, resp.SupportedFeatures, resp.FinalizedFeatures)
 		}

@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/broker/group"
 	"github.com/kbroker/kbroker/record"
@@ -31,7 +29,7 @@ type groups struct {
 	coord *group.Coordinator
 	log   *slog.Logger
 
-	work chan groupTransition
+	work chan leaderTransition
 	stop chan struct{}
 	done chan struct{}
 
@@ -43,15 +41,9 @@ type groups struct {
 	createMu sync.Mutex // one creation of the offsets topic at a time
 }
 
-type groupTransition struct {
-	partition int32
-	leader    bool
-	part      *replication.Partition
-}
-
 func newGroups(b *Broker) *groups {
 	cfg := b.cfg
-	g := &groups{b: b, log: b.logger.With("component", "groups"), work: make(chan groupTransition, 1024),
+	g := &groups{b: b, log: b.logger.With("component", "groups"), work: make(chan leaderTransition, 1024),
 		stop: make(chan struct{}), done: make(chan struct{}), led: map[int32]int32{}}
 	g.coord = group.NewCoordinator(group.Options{
 		NumPartitions:                 cfg.OffsetsTopicNumPartitions,
@@ -85,13 +77,12 @@ func newGroups(b *Broker) *groups {
 			}
 			return t.ID, true
 		},
+		OtherGroupType: func(id string) string { return b.shares.groups.GroupType(id) },
 		AllTopics: func() []string {
 			img := b.view().img
 			out := make([]string, 0, len(img.Topics))
 			for name := range img.Topics {
-				if !isInternalTopic(name) {
-					out = append(out, name)
-				}
+				out = append(out, name)
 			}
 			return out
 		},
@@ -110,6 +101,7 @@ func (g *groups) run() {
 		case t := <-g.work:
 			if !t.leader {
 				g.coord.Resign(t.partition)
+				g.b.shares.groups.Resign(t.partition)
 				continue
 			}
 			start := time.Now()
@@ -117,6 +109,10 @@ func (g *groups) run() {
 			if err := g.coord.BecomeLeader(t.partition, store, logRecords(t.part.Log())); err != nil {
 				g.log.Error("loading group coordinator partition failed", "partition", t.partition, "err", err)
 				continue
+			}
+			// The share groups of the partition, from a second read of it.
+			if err := g.b.shares.groups.BecomeLeader(t.partition, store, logRecords(t.part.Log())); err != nil {
+				g.log.Error("loading share group coordinator partition failed", "partition", t.partition, "err", err)
 			}
 			g.log.Info("group coordinator partition loaded", "partition", t.partition, "took", time.Since(start))
 		case <-g.stop:
@@ -135,34 +131,12 @@ func (g *groups) close() {
 // __consumer_offsets partitions. Runs on the image goroutine after the
 // partitions' roles were applied.
 func (g *groups) applyImage(img *controller.Image) {
-	t, ok := img.Topics[offsetsTopic]
-	seen := map[int32]bool{}
-	if ok {
-		for _, p := range t.Partitions {
-			if p.Leader != g.b.cfg.NodeID {
-				continue
-			}
-			seen[p.Index] = true
-			if epoch, led := g.led[p.Index]; led && epoch == p.LeaderEpoch {
-				continue
-			}
-			part, held := g.b.replicas.Partition(offsetsTopic, p.Index)
-			if !held {
-				continue
-			}
-			g.led[p.Index] = p.LeaderEpoch
-			g.send(groupTransition{partition: p.Index, leader: true, part: part})
-		}
-	}
-	for idx := range g.led {
-		if !seen[idx] {
-			delete(g.led, idx)
-			g.send(groupTransition{partition: idx, leader: false})
-		}
+	for _, t := range g.b.leadershipChanges(img, offsetsTopic, g.led) {
+		g.send(t)
 	}
 }
 
-func (g *groups) send(t groupTransition) {
+func (g *groups) send(t leaderTransition) {
 	select {
 	case g.work <- t:
 	case <-g.stop:
@@ -215,55 +189,22 @@ func (b *Broker) coordinatorFor(ctx context.Context, key string, listener string
 }
 
 // createOffsetsTopic creates __consumer_offsets as Kafka does on the first
-// FindCoordinator: offsets.topic.num.partitions partitions, compacted. The
-// replication factor is offsets.topic.replication.factor, lowered (with a
-// warning) only when the whole cluster has fewer brokers than that, so that
-// a single node works without set-up; a cluster with enough brokers but some
-// down waits for them, as Kafka does.
+// FindCoordinator: offsets.topic.num.partitions partitions, compacted,
+// offsets.topic.replication.factor replicas (createInternalTopic).
 func (g *groups) createOffsetsTopic(ctx context.Context) error {
 	if !g.createMu.TryLock() {
 		return nil // another request is creating it
 	}
 	defer g.createMu.Unlock()
 	cfg := g.b.cfg
-	img := g.b.view().img
-	rf := cfg.OffsetsTopicReplicationFactor
-	if registered := int16(len(img.Brokers)); registered < rf {
-		g.log.Warn("offsets.topic.replication.factor is larger than the cluster; creating the offsets topic with fewer replicas",
-			"configured", rf, "brokers", registered)
-		rf = max(registered, 1)
-	}
-	live := 0
-	for _, br := range img.Brokers {
-		if !br.Fenced {
-			live++
-		}
-	}
-	if live < int(rf) {
-		return fmt.Errorf("%d live brokers, offsets.topic.replication.factor needs %d", live, rf)
-	}
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.SetVersion(7)
-	req.TimeoutMillis = 30000
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = offsetsTopic, cfg.OffsetsTopicNumPartitions, rf
-	for k, v := range map[string]string{
-		"cleanup.policy":   "compact",
-		"segment.bytes":    strconv.FormatInt(cfg.OffsetsTopicSegmentBytes, 10),
-		"compression.type": "producer",
-	} {
-		t.Configs = append(t.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: kmsg.StringPtr(v)})
-	}
-	req.Topics = append(req.Topics, t)
-	resp, err := g.b.ctrl.Forward(ctx, req)
-	if err != nil {
-		return err
-	}
-	if err := kerr.ErrorForCode(resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode); err != nil && err != kerr.TopicAlreadyExists {
-		return err
-	}
-	g.log.Info("created the offsets topic", "partitions", cfg.OffsetsTopicNumPartitions, "replication_factor", rf)
-	return nil
+	return g.b.createInternalTopic(ctx, g.log, internalTopic{
+		name: offsetsTopic, partitions: cfg.OffsetsTopicNumPartitions, rf: cfg.OffsetsTopicReplicationFactor,
+		configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"segment.bytes":    strconv.FormatInt(cfg.OffsetsTopicSegmentBytes, 10),
+			"compression.type": "producer",
+		},
+	})
 }
 
 // clientOf describes a request's client as the coordinator records it.

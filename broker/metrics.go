@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kbroker/kbroker/console"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/security/acl"
@@ -42,6 +41,7 @@ type metrics struct {
 	rebalances    prometheus.Counter
 	authFailures  *prometheus.CounterVec // listener, mechanism
 	denials       *prometheus.CounterVec // api, resource_type
+	fetch         *fetchMetrics          // metrics_fetch.go
 	// groupCommitRound is each group commit round's duration (durable
 	// acks: one disk flush latency, shared by every append it covers).
 	groupCommitRound prometheus.Histogram
@@ -65,6 +65,7 @@ const (
 type versionMetrics struct {
 	requests prometheus.Counter
 	latency  prometheus.Observer
+	size     prometheus.Observer // the API's request size (metrics_fetch.go)
 }
 
 func newMetrics() *metrics {
@@ -102,6 +103,7 @@ func newMetrics() *metrics {
 	m.reg.MustRegister(m.requests, m.requestErrors, m.latency, m.bytesIn, m.recordsIn, m.bytesOut, m.recordsOut,
 		m.isrShrinks, m.isrExpands, m.elections, m.rebalances, m.authFailures, m.denials, m.groupCommitRound,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.fetch = newFetchMetrics(m.reg)
 	return m
 }
 
@@ -110,6 +112,7 @@ func (m *metrics) observe(req *protocol.Request, resp kmsg.Response, dur time.Du
 	vm := m.versionMetrics(req.Key, req.Version)
 	vm.requests.Inc()
 	vm.latency.Observe(dur.Seconds())
+	vm.size.Observe(float64(req.Size))
 	if resp == nil {
 		return
 	}
@@ -144,7 +147,8 @@ func (m *metrics) versionMetrics(key, version int16) *versionMetrics {
 		}
 	}
 	api, v := apiName(key), strconv.Itoa(int(version))
-	vm := &versionMetrics{requests: m.requests.WithLabelValues(api, v), latency: m.latency.WithLabelValues(api, v)}
+	vm := &versionMetrics{requests: m.requests.WithLabelValues(api, v), latency: m.latency.WithLabelValues(api, v),
+		size: m.fetch.requestSize.WithLabelValues(api)}
 	if cached {
 		m.perVersion[key][version].Store(vm)
 	}
@@ -185,8 +189,7 @@ func (b *Broker) serveMetrics(addr string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	closeConsole := func() {}
 	if b.cfg.ConsoleEnable && b.cfg.HasRole("broker") { // the read-only web console at /ui
-		closeConsole = console.Mount(mux, console.Options{ClientAddr: b.cfg.ClientListener().Address(),
-			Gatherer: b.metrics.reg, NodeID: b.cfg.NodeID, Logger: b.logger})
+		closeConsole = b.mountConsole(mux, l.Addr())
 	}
 	b.httpServer = srv
 	b.wg.Add(1)

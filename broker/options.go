@@ -52,6 +52,7 @@ func (b *Broker) replicaOptions() replication.ManagerOptions {
 			LeaderAddr:        b.interBrokerAddr,
 			BrokerEpoch:       func() int64 { return b.ctrl.BrokerEpoch() },
 			Security:          b.sec.interBroker,
+			Throttle:          b.throttles.follower,
 		},
 		Now:    b.now,
 		Logger: b.logger.With("component", "replication"),
@@ -81,6 +82,7 @@ func (b *Broker) controllerOptions() controller.Options {
 		LeaderImbalanceCheckInterval: b.cfg.LeaderImbalanceCheckInterval,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
 		ValidateBrokerConfig:         config.ValidateBrokerConfig,
+		ValidateGroupConfig:          b.validateGroupConfig,
 		Security:                     b.sec.controllerSecurity(b.cfg, b.metrics.onAuthFailure),
 		Logger:                       b.logger.With("component", "controller"),
 		Now:                          b.now,
@@ -102,6 +104,14 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 		Observe:         b.metrics.observe,
 		Listeners:       b.sec.serverListeners(),
 		OnAuthFailure:   b.metrics.onAuthFailure,
+		// connection_creation_rate (KIP-612): client listeners only; the
+		// controller port is the Node's own server.
+		ThrottleConnection: b.quotas.throttleConnection,
+		OnConnClose: func(c *protocol.ConnInfo) {
+			if b.shares != nil {
+				b.shares.connectionClosed(c)
+			}
+		},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/kbroker/kbroker/broker/group"
+	"github.com/kbroker/kbroker/broker/sharestate"
 	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/storage"
 )
@@ -39,12 +40,24 @@ var errCompressedInternal = errors.New("compressed batch in an internal topic")
 // end, as the group coordinator replays them.
 func logRecords(log *storage.Log) iter.Seq2[group.Record, error] {
 	return func(yield func(group.Record, error) bool) {
+		for r, err := range loggedRecords(log) {
+			if !yield(r.Record, err) {
+				return
+			}
+		}
+	}
+}
+
+// loggedRecords is logRecords with each record's offset (the share
+// coordinator prunes by offset).
+func loggedRecords(log *storage.Log) iter.Seq2[sharestate.LoggedRecord, error] {
+	return func(yield func(sharestate.LoggedRecord, error) bool) {
 		offset := log.LogStartOffset()
 		end := log.LogEndOffset()
 		for offset < end {
 			rr, err := log.Read(offset, 1<<20, end, true)
 			if err != nil {
-				yield(group.Record{}, fmt.Errorf("reading %s at %d: %w", log.Dir(), offset, err))
+				yield(sharestate.LoggedRecord{}, fmt.Errorf("reading %s at %d: %w", log.Dir(), offset, err))
 				return
 			}
 			if len(rr.Data) == 0 {
@@ -64,7 +77,7 @@ func logRecords(log *storage.Log) iter.Seq2[group.Record, error] {
 // eachRecord yields the records of batches at or after from, keys and
 // values copied (the source is mapped log memory); false when the consumer
 // stopped or a batch could not be decoded.
-func eachRecord(data []byte, from int64, yield func(group.Record, error) bool) bool {
+func eachRecord(data []byte, from int64, yield func(sharestate.LoggedRecord, error) bool) bool {
 	it := record.Batches(data)
 	for it.Next() {
 		h := it.Header()
@@ -72,12 +85,13 @@ func eachRecord(data []byte, from int64, yield func(group.Record, error) bool) b
 			continue
 		}
 		if h.Compression() != record.CompressionNone {
-			return yield(group.Record{}, fmt.Errorf("batch at %d: %w", h.BaseOffset, errCompressedInternal))
+			return yield(sharestate.LoggedRecord{}, fmt.Errorf("batch at %d: %w", h.BaseOffset, errCompressedInternal))
 		}
 		recs, err := record.Records(it.Batch())
 		for err == nil && recs.Next() {
 			r := recs.Record()
-			if !yield(group.Record{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)}, nil) {
+			lr := sharestate.LoggedRecord{Offset: h.BaseOffset + int64(r.OffsetDelta), Record: group.Record{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)}}
+			if !yield(lr, nil) {
 				return false
 			}
 		}
@@ -85,7 +99,7 @@ func eachRecord(data []byte, from int64, yield func(group.Record, error) bool) b
 			err = recs.Err()
 		}
 		if err != nil {
-			return yield(group.Record{}, fmt.Errorf("batch at %d: %w", h.BaseOffset, err))
+			return yield(sharestate.LoggedRecord{}, fmt.Errorf("batch at %d: %w", h.BaseOffset, err))
 		}
 	}
 	return true

@@ -78,6 +78,9 @@ type clusterOpts struct {
 	brokers int
 	// flags are passed to every broker (e.g. "--min.insync.replicas=2").
 	flags []string
+	// nodeFlags, if set, gives each broker flags of its own (e.g. its
+	// broker.rack).
+	nodeFlags func(id int32) []string
 	// separateController runs the metadata quorum on one more node, a
 	// controller only (Kafka's recommended layout); the brokers then join
 	// the quorum as non-voters, so losing brokers never costs the quorum.
@@ -87,6 +90,15 @@ type clusterOpts struct {
 	// brokerOnly (with separateController) starts the brokers with
 	// process.roles=broker and no controller listener, as Kafka's brokers.
 	brokerOnly bool
+	// clientAddrs fixes the client listeners' addresses (broker i on
+	// clientAddrs[i]) for suites that dial fixed ports.
+	clientAddrs []string
+	// listeners, when set, replaces each broker's listeners (by default
+	// PLAINTEXT on clientAddr and CONTROLLER on ctrlAddr).
+	listeners func(n *node) string
+	// scram are credentials (kbroker format --add-scram syntax) stored
+	// before the first start.
+	scram []string
 	// powercut has every broker journal its fsync bookkeeping
 	// (node.powerCut) and fail its syncs while node.failSyncIf exists.
 	powercut bool
@@ -143,6 +155,9 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			n.journal = filepath.Join(base, fmt.Sprintf("node-%d.journal", i+1))
 			n.failSyncIf = filepath.Join(base, fmt.Sprintf("node-%d.fail-syncs", i+1))
 		}
+		if i < len(opts.clientAddrs) {
+			n.clientAddr = opts.clientAddrs[i]
+		}
 		metrics := "--metrics.listen="
 		if opts.metrics {
 			n.metricsAddr = fmt.Sprintf("127.0.0.1:%d", ports[2*opts.brokers+2+i])
@@ -153,6 +168,9 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 		if opts.brokerOnly {
 			listeners, roles = "--listeners=PLAINTEXT://"+n.clientAddr, "--process.roles=broker"
 		}
+		if opts.listeners != nil {
+			listeners = "--listeners=" + opts.listeners(n)
+		}
 		n.args = append(append([]string{
 			"serve",
 			fmt.Sprintf("--node.id=%d", n.id),
@@ -160,6 +178,12 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			"--log.dirs=" + n.dataDir,
 			metrics,
 		}, common...), opts.flags...)
+		if opts.nodeFlags != nil {
+			n.args = append(n.args, opts.nodeFlags(n.id)...)
+		}
+		if len(opts.scram) > 0 {
+			n.format(opts.scram)
+		}
 		c.nodes = append(c.nodes, n)
 	}
 	if opts.separateController {
@@ -209,6 +233,19 @@ func (n *node) start() {
 	n.mu.Unlock()
 	if err := n.Start(cmd, nil); err != nil {
 		n.t.Fatalf("starting node %d: %v", n.id, err)
+	}
+}
+
+// format stores SCRAM credentials (kbroker format --add-scram) with the
+// node's configuration, before its first start.
+func (n *node) format(credentials []string) {
+	n.t.Helper()
+	args := append([]string{"format"}, n.args[1:]...)
+	for _, c := range credentials {
+		args = append(args, "--add-scram", c)
+	}
+	if out, err := exec.Command(kbrokerBin, args...).CombinedOutput(); err != nil {
+		n.t.Fatalf("kbroker format (node %d): %v\n%s", n.id, err, out)
 	}
 }
 

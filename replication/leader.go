@@ -149,17 +149,8 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentLeaderE
 	if err := p.checkEpochLocked(currentLeaderEpoch); err != nil {
 		return ReadResult{}, err
 	}
-	hw := p.log.HighWatermark()
-	res := ReadResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
-	rr, err := p.log.Read(offset, maxBytes, hw, minOneBatch)
-	if err != nil {
-		if errors.Is(err, storage.ErrOffsetOutOfRange) {
-			return res, kerr.OffsetOutOfRange
-		}
-		return res, err
-	}
-	res.ReadResult = rr
-	return res, nil
+	res := p.offsetsLocked()
+	return p.readLocked(res, offset, maxBytes, res.HighWatermark, minOneBatch)
 }
 
 // FollowerFetch is one partition of a follower's fetch.
@@ -232,7 +223,7 @@ func (p *Partition) unreadableFetchLocked(f FollowerFetch) (answer ReadResult, a
 	if err := p.checkFollowerFetchLocked(f); err != nil {
 		return ReadResult{}, false, err
 	}
-	offsets := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	offsets := p.offsetsLocked()
 	if f.LastFetchedEpoch >= 0 {
 		div, err := p.divergenceLocked(f.LastFetchedEpoch, f.FetchOffset)
 		if err != nil {
@@ -282,16 +273,8 @@ func (p *Partition) readForFollower(f FollowerFetch, epoch int32) (ReadResult, e
 	if p.leaderEpoch != epoch {
 		return ReadResult{}, kerr.NotLeaderForPartition
 	}
-	res := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
-	rr, err := p.log.Read(f.FetchOffset, f.MaxBytes, res.LogEndOffset, f.MinOneBatch)
-	if err != nil {
-		if errors.Is(err, storage.ErrOffsetOutOfRange) {
-			return res, kerr.OffsetOutOfRange
-		}
-		return res, err
-	}
-	res.ReadResult = rr
-	return res, nil
+	res := p.offsetsLocked()
+	return p.readLocked(res, f.FetchOffset, f.MaxBytes, res.LogEndOffset, f.MinOneBatch)
 }
 
 // divergenceLocked compares a follower's last fetched epoch with our epoch

@@ -235,3 +235,40 @@ func TestFailedCheckpointTakesDirOffline(t *testing.T) {
 		t.Fatal("LogDirs does not report the dir offline")
 	}
 }
+
+// A durable log reopened after an unclean shutdown, its recovery point
+// below the recovered log end, flushes the recovered tail at once: a
+// durable leader counts only DurableEnd for the high watermark, so a tail
+// left unflushed would hold the HW (and every acks=all answer and
+// consumer) until the next append. Likewise a log that becomes durable by
+// a config change.
+func TestDurableLogFlushesRecoveredTail(t *testing.T) {
+	e := newTestEnv(t)
+	l := e.open(smallConfig(), LogState{})
+	appendN(t, l, 5, 2, 1000)
+	leo := l.LogEndOffset()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Unclean: the checkpointed recovery point says nothing was flushed.
+	l = e.open(durableConfig(), LogState{RecoveryPoint: 0, CleanShutdown: false})
+	defer l.Close()
+	if l.LogEndOffset() != leo || l.DurableEnd() != leo {
+		t.Fatalf("reopened durable log: log end %d, durable end %d, want both %d", l.LogEndOffset(), l.DurableEnd(), leo)
+	}
+
+	cfg := smallConfig()
+	if err := l.UpdateConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 3, 2, 2000)
+	if l.DurableEnd() >= l.LogEndOffset() {
+		t.Skip("the default flush policy flushed the appends already") // not the case this test is about
+	}
+	if err := l.UpdateConfig(durableConfig()); err != nil {
+		t.Fatal(err)
+	}
+	if l.DurableEnd() != l.LogEndOffset() {
+		t.Fatalf("after becoming durable: durable end %d, log end %d", l.DurableEnd(), l.LogEndOffset())
+	}
+}

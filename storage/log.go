@@ -232,14 +232,32 @@ func OpenLog(dir string, cfg LogConfig, st LogState, opts LogOptions) (*Log, err
 	l.env.indexInterval.Store(int64(cfg.IndexIntervalBytes))
 	l.durable.Store(cfg.FlushMessages == 1)
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := l.loadLocked(st); err != nil {
+	err := l.loadLocked(st)
+	l.appendMu.Unlock()
+	if err != nil {
 		for _, s := range l.segmentList() {
 			s.retire(false)
 		}
 		return nil, fmt.Errorf("storage: open log %s: %w", dir, err)
 	}
+	if err := l.flushIfDurable(); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("storage: open log %s: %w", dir, err)
+	}
 	return l, nil
+}
+
+// flushIfDurable flushes a durable log (flush.messages=1) whose recovery
+// point is below its log end: after an unclean shutdown the recovered tail
+// (or, when the topic just became durable, everything not yet flushed) is
+// on disk only once flushed, and a durable leader counts nothing above
+// DurableEnd for the high watermark, so without this flush the HW would
+// wait for the next append to move (and never move without one).
+func (l *Log) flushIfDurable() error {
+	if !l.durable.Load() || l.recoveryPoint.Load() >= l.logEndOffset.Load() {
+		return nil
+	}
+	return l.Flush()
 }
 
 func (l *Log) now() time.Time { return l.opts.Now() }
@@ -330,11 +348,11 @@ func (l *Log) UpdateConfig(cfg LogConfig) error {
 		return err
 	}
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
 	l.cfg = cfg
 	l.durable.Store(cfg.FlushMessages == 1)
 	l.env.indexInterval.Store(int64(cfg.IndexIntervalBytes))
-	return nil
+	l.appendMu.Unlock()
+	return l.flushIfDurable()
 }
 
 // checkWritableLocked fails appends on a closed or failed log. Must be

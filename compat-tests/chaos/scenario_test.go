@@ -26,7 +26,10 @@ type scenario struct {
 	netns   bool
 	acks1   bool
 	unclean bool
-	minISR  int // default 2
+	// share adds a share group reading the topic (issue 16), checked by
+	// CheckShare.
+	share  bool
+	minISR int // default 2
 	// powercut: the brokers journal their syncs for the power-loss
 	// nemeses; durable: the topic has flush.messages=1 (durable acks).
 	powercut, durable bool
@@ -50,6 +53,10 @@ var fullScenarios = []scenario{
 	{name: "all-restart", nemeses: []string{"restart-all"}},
 	{name: "slow-follower", nemeses: []string{"slow-follower"}, netns: true},
 	{name: "controller-kill", nemeses: []string{"kill-controller"}},
+	// A share group under broker kills and pauses: every produced record
+	// accepted, none twice, redelivered only if not acknowledged before a
+	// fault.
+	{name: "share-group", nemeses: []string{"kill-leader", "kill-random", "pause-short"}, share: true},
 	{name: "mixed", nemeses: []string{"kill-random", "pause-short", "pause-long", "kill-controller"}, separateController: true},
 	{name: "stale-election-clean", nemeses: []string{"stale-election"}, separateController: true},
 	// Power losses (issue 19): one broker at a time, each back in every ISR
@@ -93,7 +100,11 @@ func runScenario(t *testing.T, sc scenario) {
 		sc.name, s, dir, mode(), map[bool]string{true: "^TestShortRun$", false: "^TestScenarios$/^" + sc.name + "$"}[sc.name == "short"], s)
 
 	netns := sc.netns || (mode() == "full" && os.Geteuid() == 0)
-	c := startCluster(t, clusterOpts{brokers: sc.brokers, separateController: sc.separateController, netns: netns, runDir: dir,
+	var flags []string
+	if sc.share {
+		flags = shareChaosFlags
+	}
+	c := startCluster(t, clusterOpts{brokers: sc.brokers, separateController: sc.separateController, netns: netns, runDir: dir, flags: flags,
 		powercut: sc.powercut})
 	topic := "chaos"
 	configs := map[string]string{
@@ -112,6 +123,12 @@ func runScenario(t *testing.T, sc scenario) {
 		interval: 10 * time.Millisecond, inflight: 50, acks1: sc.acks1, deliveryTimeout: 5 * time.Second}
 	r, err := w.start(c.seeds(), h)
 	must(t, err, "starting the workload")
+	var sr *shareRunning
+	if sc.share {
+		sw := shareWorkload{topic: topic, partitions: chaosPartitions, group: "chaos-share", members: 3, releaseEvery: 20, hold: 100 * time.Millisecond}
+		sr, err = sw.start(c.seeds(), h)
+		must(t, err, "starting the share workload")
+	}
 
 	time.Sleep(2 * time.Second)
 	steps := Schedule(s, kinds(sc.nemeses...), dur, 2*time.Second, 5*time.Second)
@@ -133,6 +150,11 @@ func runScenario(t *testing.T, sc scenario) {
 		problems = append(problems, "the cluster did not heal: "+err.Error())
 	}
 	finalErr := finalRead(c.seeds(), topic, chaosPartitions, h, 60*time.Second)
+	if sr != nil {
+		if err := drainShare(sr, c.seeds(), topic, h); err != nil {
+			problems = append(problems, "share group: "+err.Error())
+		}
+	}
 	if finalErr == nil && len(problems) == 0 {
 		if err := c.checkConverged(topic, chaosPartitions, 60*time.Second); err != nil {
 			problems = append(problems, err.Error())
@@ -147,6 +169,11 @@ func runScenario(t *testing.T, sc scenario) {
 	t.Logf("history: %s", histPath)
 	res := Check(events, sc.policy)
 	line := fmt.Sprintf("chaos %s seed=%d: %s", sc.name, s, res.Summary())
+	if sr != nil {
+		sres := CheckShare(events)
+		line += "; " + sres.Summary()
+		res.Failures = append(res.Failures, sres.Failures...)
+	}
 	if finalErr != nil {
 		line = fmt.Sprintf("chaos %s seed=%d: no figures: %v", sc.name, s, finalErr)
 		res.Failures = nil
@@ -238,4 +265,21 @@ func wholeBatches(b []byte) []byte {
 		n += size
 	}
 	return b[:n]
+}
+
+// drainShare lets the share group accept everything the producers were
+// told was written, after the faults, and records where it settled.
+func drainShare(sr *shareRunning, seeds []string, topic string, h *History) error {
+	ends, err := settledEnds(seeds, topic, 30*time.Second)
+	if err != nil {
+		sr.stopAll()
+		return err
+	}
+	var want []string
+	for _, e := range h.Events() {
+		if e.Type == Ok {
+			want = append(want, e.Value)
+		}
+	}
+	return sr.drain(seeds, want, ends, 90*time.Second)
 }

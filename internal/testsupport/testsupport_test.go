@@ -1,7 +1,9 @@
 package testsupport
 
 import (
+	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,6 +33,43 @@ func TestClock(t *testing.T) {
 	c.Advance(1500 * time.Millisecond)
 	if got := c.Now(); !got.Equal(start.Add(1500 * time.Millisecond)) {
 		t.Fatalf("Now = %v", got)
+	}
+}
+
+// Timers fire in deadline order, ties in the order armed, each seeing its
+// own deadline as Now; a timer armed by a callback inside the window fires
+// in the same Advance; a stopped one never fires.
+func TestClockTimers(t *testing.T) {
+	start := time.Unix(1000, 0)
+	c := NewClock(start)
+	var fired []string
+	at := func(name string) func() {
+		return func() { fired = append(fired, fmt.Sprintf("%s@%v", name, c.Now().Sub(start))) }
+	}
+	c.AfterFunc(3*time.Second, at("c"))
+	c.AfterFunc(time.Second, func() {
+		at("a")()
+		c.AfterFunc(time.Second, at("chained"))
+	})
+	c.AfterFunc(2*time.Second, at("b1"))
+	c.AfterFunc(2*time.Second, at("b2"))
+	stop := c.AfterFunc(2500*time.Millisecond, at("stopped"))
+	if !stop() || stop() {
+		t.Fatal("stop: want true once, then false")
+	}
+	if c.Pending() != 4 {
+		t.Fatalf("pending %d, want 4", c.Pending())
+	}
+	c.Advance(2500 * time.Millisecond)
+	if got, want := strings.Join(fired, " "), "a@1s b1@2s b2@2s chained@2s"; got != want {
+		t.Fatalf("fired %q, want %q", got, want)
+	}
+	if !c.Now().Equal(start.Add(2500*time.Millisecond)) || c.Pending() != 1 {
+		t.Fatalf("now %v, pending %d", c.Now().Sub(start), c.Pending())
+	}
+	c.Advance(time.Second)
+	if len(fired) != 5 || fired[4] != "c@3s" {
+		t.Fatalf("fired %v", fired)
 	}
 }
 

@@ -9,12 +9,29 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/quota"
 )
 
 // proposer commits one encoded entry to the metadata log and returns its
 // index once it is applied locally (or why it was not).
 type proposer interface {
 	propose(ctx context.Context, data []byte) (uint64, error)
+}
+
+// publisher is a proposer that can make the followers learn its latest
+// commit at once rather than with the next append.
+type publisher interface {
+	publish()
+}
+
+// publishCommits makes the nodes learn the commits so far now: for the
+// changes clients act on at once through any broker (a topic created or
+// deleted), which a broker must know before the client asks it.
+func (c *controller) publishCommits() {
+	if p, ok := c.prop.(publisher); ok {
+		p.publish()
+	}
 }
 
 // quorum is the Raft membership the controller manages.
@@ -36,6 +53,10 @@ type controller struct {
 	fsm    *fsm
 	prop   proposer
 	quorum quorum // nil in tests
+
+	// mutations measures callers' controller_mutation_rate (mutation.go);
+	// the Node's, nil in tests without quotas.
+	mutations *quota.Manager
 
 	mu       sync.Mutex // held across decide + commit; guards the fields below
 	sessions map[int32]*session
@@ -74,10 +95,13 @@ func (c *controller) activate(ctx context.Context) error {
 		// the same entry as the cluster id: the first admin exists as soon
 		// as the cluster does.
 		recs := append([]record{&initClusterRecord{ClusterID: id}}, c.opts.bootstrapRecords()...)
+		recs = append(recs, bootstrapFeatures(c.fsm.image())...)
 		_, err := c.commit(ctx, recs...)
 		return err
 	}
-	_, err := c.commit(ctx, &activationRecord{NodeID: c.opts.NodeID})
+	// A cluster created before a feature existed finalizes it now.
+	recs := append([]record{&activationRecord{NodeID: c.opts.NodeID}}, bootstrapFeatures(c.fsm.image())...)
+	_, err := c.commit(ctx, recs...)
 	return err
 }
 
@@ -129,6 +153,10 @@ func (c *controller) handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.deleteAcls(ctx, r)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return c.alterUserScramCredentials(ctx, r)
+	case *kmsg.UpdateFeaturesRequest:
+		return c.updateFeatures(ctx, r)
+	case *kmsg.AlterClientQuotasRequest:
+		return c.alterClientQuotas(ctx, r)
 	}
 	return nil, fmt.Errorf("controller: api key %d is not a controller api", req.Key())
 }

@@ -21,6 +21,8 @@ func (r *initClusterRecord) apply(b *imageBuilder, _ uint64) error {
 
 func (*activationRecord) apply(*imageBuilder, uint64) error { return nil }
 
+func (*commitMarkerRecord) apply(*imageBuilder, uint64) error { return nil }
+
 func (r *registerBrokerRecord) apply(b *imageBuilder, index uint64) error {
 	b.putBroker(&BrokerInfo{
 		ID:            r.ID,
@@ -202,6 +204,9 @@ func (r *setConfigRecord) apply(b *imageBuilder, _ uint64) error {
 	case resourceBroker:
 		setOrDelete(b.brokerConfig(r.Resource), r.Key, r.Value)
 		b.dropEmptyBrokerConfig(r.Resource)
+	case resourceGroup:
+		setOrDelete(b.groupConfig(r.Resource), r.Key, r.Value)
+		b.dropEmptyGroupConfig(r.Resource)
 	default:
 		return recordErr("config resource type %d", r.ResourceType)
 	}

@@ -24,20 +24,14 @@ import (
 // guarantee it rests on no longer holds).
 
 // ELRFeature is the cluster feature that turns eligible leader replicas on
-// (level 1). Kafka 4.1 finalizes it at 1 for new clusters.
+// (level 1). Kafka 4.1 finalizes it at 1 for new clusters (Features).
 const ELRFeature = "eligible.leader.replicas.version"
 
-// ELRFeatureLevels are the levels of ELRFeature this build supports and
-// the level a cluster runs at (Kafka 4.1's bootstrap level for a new
-// cluster).
-var ELRFeatureLevels = struct{ Min, Max, Finalized int16 }{Min: 0, Max: 1, Finalized: 1}
-
-// ELREnabled reports whether the cluster tracks eligible leader replicas.
-// Until kbroker's cluster features live in the metadata log (finalized
-// levels, UpdateFeatures: issue 21), every cluster runs at
-// ELRFeatureLevels.Finalized. The image is the argument so that a
-// finalized level read from it needs no change of the callers.
-func (img *Image) ELREnabled() bool { return ELRFeatureLevels.Finalized >= 1 }
+// ELREnabled reports whether the cluster tracks eligible leader replicas:
+// the feature is finalized at level 1 or above (features.go; a new cluster
+// finalizes it at 1, UpdateFeatures may turn it off, which clears every
+// ELR at the next change of each partition).
+func (img *Image) ELREnabled() bool { return img.Features[ELRFeature] >= 1 }
 
 // policy returns the election policy of the latest image.
 func (c *controller) policy() policy {

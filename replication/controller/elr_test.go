@@ -308,3 +308,25 @@ func TestELRRecordAndSnapshotVersions(t *testing.T) {
 		t.Fatalf("restored %+v", p)
 	}
 }
+
+// The feature at level 0 (UpdateFeatures down, as Kafka allows) turns the
+// ELR off: the last ISR member stays in the ISR when fenced, and the next
+// change of a partition clears an ELR it kept.
+func TestELRFeatureOff(t *testing.T) {
+	h := newCtlHarness(t, func(o *Options) { o.MinInsyncReplicas = 2 })
+	if !h.img().ELREnabled() {
+		t.Fatal("a new cluster runs without eligible leader replicas")
+	}
+	h.live(1, 2)
+	h.manualTopic("t", []int32{1, 2})
+	h.alterISR("t", 1)
+	checkELR(t, "ISR [1]", h.img().Partition("t", 0), wantELR{1, []int32{1}, []int32{2}, nil})
+	h.tf.apply(&featureLevelRecord{Name: ELRFeature, Level: 0})
+	if h.img().ELREnabled() {
+		t.Fatal("level 0 still tracks eligible leader replicas")
+	}
+	h.clock.Advance(11 * time.Second)
+	h.heartbeat(2, h.epoch(2), false, false)
+	h.c.fenceExpired(h.ctx)
+	checkELR(t, "1 fenced without ELR", h.img().Partition("t", 0), wantELR{NoLeader, []int32{1}, nil, nil})
+}

@@ -141,8 +141,12 @@ type snapshotV1 struct {
 	Brokers        []snapBroker                 `json:"brokers"`
 	Topics         []snapTopic                  `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"brokerConfigs,omitempty"`
+	GroupConfigs   map[string]map[string]string `json:"groupConfigs,omitempty"`
 	ACLs           []accessControlEntryRecord   `json:"acls,omitempty"`
 	Scram          []userScramCredentialRecord  `json:"scram,omitempty"`
+	Features       map[string]int16             `json:"features,omitempty"`
+	FeaturesEpoch  int64                        `json:"featuresEpoch,omitempty"`
+	ClientQuotas   []clientQuotaRecord          `json:"clientQuotas,omitempty"`
 }
 
 type snapBroker struct {
@@ -181,6 +185,9 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 		AppliedIndex:   img.AppliedIndex,
 		NextProducerID: img.NextProducerID,
 		BrokerConfigs:  img.BrokerConfigs,
+		GroupConfigs:   img.GroupConfigs,
+		Features:       img.Features,
+		FeaturesEpoch:  img.FeaturesEpoch,
 	}
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		b := img.Brokers[id]
@@ -206,6 +213,7 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 		s.Topics = append(s.Topics, st)
 	}
 	s.ACLs, s.Scram = snapshotSecurity(img)
+	s.ClientQuotas = snapshotClientQuotas(img)
 	if err := json.NewEncoder(w).Encode(&s); err != nil {
 		return fmt.Errorf("controller: writing snapshot: %w", err)
 	}
@@ -224,8 +232,12 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 	img.ClusterID = s.ClusterID
 	img.AppliedIndex = s.AppliedIndex
 	img.NextProducerID = s.NextProducerID
+	img.Features, img.FeaturesEpoch = s.Features, s.FeaturesEpoch
 	for res, m := range s.BrokerConfigs {
 		img.BrokerConfigs[res] = m
+	}
+	for group, m := range s.GroupConfigs {
+		img.GroupConfigs[group] = m
 	}
 	for _, b := range s.Brokers {
 		img.Brokers[b.ID] = &BrokerInfo{
@@ -250,6 +262,9 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 		img.TopicsByID[t.ID] = t
 	}
 	if err := restoreSecurity(img, s.ACLs, s.Scram); err != nil {
+		return nil, err
+	}
+	if err := restoreClientQuotas(img, s.ClientQuotas); err != nil {
 		return nil, err
 	}
 	return img, nil

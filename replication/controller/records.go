@@ -84,6 +84,11 @@ func (u *uuid) UnmarshalText(b []byte) error {
 
 func (u uuid) String() string { s, _ := u.MarshalText(); return string(s) }
 
+// commitMarkerRecord changes nothing: the active controller appends one
+// after committing a change clients act on at once, so that the followers
+// learn the commit now (raftProposer.publish).
+type commitMarkerRecord struct{}
+
 // initClusterRecord sets the cluster id once, when the first controller activates.
 type initClusterRecord struct {
 	ClusterID string `json:"clusterId"`
@@ -198,6 +203,7 @@ func (r *partitionChangeRecord) version() int {
 const (
 	resourceTopic  int8 = 2
 	resourceBroker int8 = 4
+	resourceGroup  int8 = 32 // KIP-848/KIP-932 group configs
 )
 
 // setConfigRecord sets (Value non-nil) or deletes one config of a topic, a broker
@@ -217,6 +223,7 @@ type producerIDsRecord struct {
 }
 
 func (*initClusterRecord) kind() string        { return "InitCluster" }
+func (*commitMarkerRecord) kind() string       { return "CommitMarker" }
 func (*activationRecord) kind() string         { return "Activation" }
 func (*registerBrokerRecord) kind() string     { return "RegisterBroker" }
 func (*fenceBrokerRecord) kind() string        { return "FenceBroker" }
@@ -232,6 +239,8 @@ func (*producerIDsRecord) kind() string        { return "AllocateProducerIDs" }
 
 var recordKinds = map[string]func() record{
 	"InitCluster":               func() record { return new(initClusterRecord) },
+	"FeatureLevel":              func() record { return new(featureLevelRecord) },
+	"CommitMarker":              func() record { return new(commitMarkerRecord) },
 	"Activation":                func() record { return new(activationRecord) },
 	"RegisterBroker":            func() record { return new(registerBrokerRecord) },
 	"FenceBroker":               func() record { return new(fenceBrokerRecord) },
@@ -248,6 +257,7 @@ var recordKinds = map[string]func() record{
 	"RemoveAccessControlEntry":  func() record { return new(removeAccessControlEntryRecord) },
 	"UserScramCredential":       func() record { return new(userScramCredentialRecord) },
 	"RemoveUserScramCredential": func() record { return new(removeUserScramCredentialRecord) },
+	"ClientQuota":               func() record { return new(clientQuotaRecord) },
 }
 
 const batchKind = "Batch"
