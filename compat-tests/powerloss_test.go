@@ -98,13 +98,25 @@ func (c *cluster) waitELR(topic string, d time.Duration, what string, cond func(
 // lead: the follower that left the ISR last is an eligible leader replica
 // (it holds everything below the HW, which stopped when the ISR fell below
 // 2), so the partition waits for it, says so and refuses writes. The
-// follower returns and leads; nothing acknowledged is lost. In Kafka's
-// model before KIP-966 the leader, last ISR member, was elected again and
-// every other replica truncated to its empty log.
+// follower returns and leads; nothing acknowledged is lost.
+//
+// The same run with eligible.leader.replicas.version at 0 (UpdateFeatures,
+// as an operator may) is Kafka's model before KIP-966: the leader, last ISR
+// member, is elected again and every other replica truncates to its empty
+// log; that variant asserts the loss, so that the test proves the ELR is
+// what saves the records.
 func TestKIP966PowerLossOfTheLastISRMember(t *testing.T) {
 	needOwnCluster(t)
+	t.Run("elr", func(t *testing.T) { kip966Scenario(t, true) })
+	t.Run("elr-off", func(t *testing.T) { kip966Scenario(t, false) })
+}
+
+func kip966Scenario(t *testing.T, elr bool) {
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags(), separateController: true, powercut: true, metrics: true})
 	adm := newAdmin(t, c.seeds())
+	if !elr {
+		must(t, updateFeature(t, c.seeds(), "eligible.leader.replicas.version", 0), "turning eligible leader replicas off")
+	}
 	topic := newTopic(t, adm, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")})
 	c.waitTopicEverywhere(topic, 1, 3)
 	st := c.waitPartition(topic, 0, 30*time.Second, "full ISR", func(s partitionState) bool { return len(s.isr) == 3 })
@@ -123,8 +135,8 @@ func TestKIP966PowerLossOfTheLastISRMember(t *testing.T) {
 	two, err := produceValues(ctx, cl, topic, values("two", 30))
 	must(t, err, "producing with two in-sync replicas")
 	c.node(eligible).stop()
-	c.waitELR(topic, 30*time.Second, "the ISR down to the leader, the follower eligible", func(s elrState) bool {
-		return s.leader == leader && slices.Equal(s.isr, []int32{leader}) && slices.Equal(s.elr, []int32{eligible})
+	c.waitELR(topic, 30*time.Second, "the ISR down to the leader, the follower eligible if ELR is on", func(s elrState) bool {
+		return s.leader == leader && slices.Equal(s.isr, []int32{leader}) && slices.Equal(s.elr, map[bool][]int32{true: {eligible}}[elr])
 	})
 	if code := rawProduceCode(t, c, topic, -1); code != kerr.NotEnoughReplicas.Code {
 		t.Fatalf("acks=all with the ISR below min.insync.replicas: %v, want NOT_ENOUGH_REPLICAS", kerr.ErrorForCode(code))
@@ -140,6 +152,27 @@ func TestKIP966PowerLossOfTheLastISRMember(t *testing.T) {
 		t.Fatalf("the power cut kept the leader's unsynced log (end %d, was %d): the scenario would test nothing", after, before)
 	}
 	t.Logf("leader %d lost power: its log now ends at %d (was %d, %d acknowledged records)", leader, after, before, len(acked))
+	if !elr {
+		// Kafka before KIP-966: the fenced last ISR member stays in the ISR
+		// and leads again, with what it kept.
+		c.restart(c.node(leader))
+		c.waitPartition(topic, 0, 60*time.Second, "the stale last ISR member to lead again", func(s partitionState) bool { return s.leader == leader })
+		c.restart(c.node(eligible))
+		c.restart(c.node(last))
+		c.waitPartition(topic, 0, 90*time.Second, "every replica back in sync", func(s partitionState) bool { return len(s.isr) == 3 })
+		got := c.readAllSettled(topic)
+		lost := 0
+		for v := range acked {
+			if _, ok := got[v]; !ok {
+				lost++
+			}
+		}
+		if lost == 0 {
+			t.Fatal("without eligible leader replicas nothing was lost: the scenario does not reach KIP-966's hole")
+		}
+		t.Logf("without eligible leader replicas: %d of %d acknowledged records lost (Kafka's hole before KIP-966)", lost, len(acked))
+		return
+	}
 	// No broker is up to ask: the controller says when it fenced the leader.
 	waitFor(t, 30*time.Second, "the controller to fence the leader", func() error {
 		if !logLine(c.controller.logs(), "waiting for an eligible leader replica", "topic="+topic, fmt.Sprintf("previous_leader=%d", leader)) {
@@ -300,4 +333,27 @@ func TestFailedLogDirMovesLeadership(t *testing.T) {
 	}
 	c.waitConverged(topic, 0, 60*time.Second)
 	t.Logf("nothing lost: %d acknowledged records", len(acked))
+}
+
+// updateFeature sets a cluster feature's level with UpdateFeatures (a
+// safe downgrade when it lowers it).
+func updateFeature(t *testing.T, seeds []string, name string, level int16) error {
+	t.Helper()
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = name, level, 2
+	req.FeatureUpdates, req.TimeoutMillis = []kmsg.UpdateFeaturesRequestFeatureUpdate{u}, 15000
+	resp, err := req.RequestWith(ctxTimeout(t, 30*time.Second), newClient(t, seeds))
+	if err != nil {
+		return err
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
+	}
+	for _, r := range resp.Results {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
