@@ -18,6 +18,17 @@ import (
 // Power-loss tests on real brokers (issue 19). A power cut is a kill -9
 // followed by the loss of everything the broker had not synced, as its own
 // fsync bookkeeping journal says (internal/powercut, node.powerCut).
+//
+// They take over a minute together, so make test leaves them out (it must
+// stay under ten minutes): make powerloss runs them (KBROKER_POWERLOSS=1).
+
+// needPowerLoss skips a power-loss test unless KBROKER_POWERLOSS is set.
+func needPowerLoss(t *testing.T) {
+	needOwnCluster(t)
+	if os.Getenv("KBROKER_POWERLOSS") == "" {
+		t.Skip("a power-loss test: make powerloss (KBROKER_POWERLOSS=1)")
+	}
+}
 
 // elrState is what DescribeTopicPartitions says of a partition (KIP-966).
 type elrState struct {
@@ -106,7 +117,7 @@ func (c *cluster) waitELR(topic string, d time.Duration, what string, cond func(
 // log; that variant asserts the loss, so that the test proves the ELR is
 // what saves the records.
 func TestKIP966PowerLossOfTheLastISRMember(t *testing.T) {
-	needOwnCluster(t)
+	needPowerLoss(t)
 	t.Run("elr", func(t *testing.T) { kip966Scenario(t, true) })
 	t.Run("elr-off", func(t *testing.T) { kip966Scenario(t, false) })
 }
@@ -238,7 +249,7 @@ func kip966Scenario(t *testing.T, elr bool) {
 // records of a topic with Kafka's default flush policy (page cache only),
 // which shows that the cut is real.
 func TestDurableAcksSurvivePowerLossOfEveryReplica(t *testing.T) {
-	needOwnCluster(t)
+	needPowerLoss(t)
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags(), powercut: true})
 	adm := newAdmin(t, c.seeds())
 	durable := newTopic(t, adm, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2"), "flush.messages": kadm.StringPtr("1")})
@@ -290,7 +301,7 @@ func TestDurableAcksSurvivePowerLossOfEveryReplica(t *testing.T) {
 // and elects another leader, writes go on there, nothing acknowledged is
 // lost, and the broker rejoins once its disk works again.
 func TestFailedLogDirMovesLeadership(t *testing.T) {
-	needOwnCluster(t)
+	needPowerLoss(t)
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags(), powercut: true})
 	adm := newAdmin(t, c.seeds())
 	topic := newTopic(t, adm, 1, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2"), "flush.messages": kadm.StringPtr("1")})
