@@ -31,7 +31,7 @@ SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPl
 FUZZ_QUOTA    ?= 20000x
 QUOTA_FUZZ    := FuzzClientQuotaRequests:./quota FuzzEnvelope:./replication/controller FuzzThrottledReplicas:./replication
 
-.PHONY: crash all build run test unit compat compat-kgo compat-kgo-secure compat-kgo-share compat-sarama compat-kafkago compat-confluent fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
+.PHONY: crash powerloss all build run test unit compat compat-kgo compat-kgo-secure compat-kgo-share compat-sarama compat-kafkago compat-confluent fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -117,11 +117,21 @@ chaos: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=full KBROKER_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -v -timeout 60m \
 		-run '$(CHAOS_RUN)' ./compat-tests/chaos/
 
-# The storage crash suite (issue 19) at length: make test runs 600
-# sequences under the race detector; this runs CRASH_SEEDS without it.
+# The power-loss tests on real brokers (issue 19, compat-tests/powerloss_test.go:
+# KIP-966's scenario with and without eligible leader replicas, durable acks
+# through a power cut of every replica, a failing disk), over a minute
+# together, so not in make test.
+powerloss: build
+	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_POWERLOSS=1 $(GO) test -count=1 -v -timeout 15m \
+		-run '^(TestKIP966PowerLossOfTheLastISRMember|TestDurableAcksSurvivePowerLossOfEveryReplica|TestFailedLogDirMovesLeadership)$$' ./compat-tests/
+
+# The storage crash suites (issue 19) at length: make test runs 600
+# sequences of the crash model and 150 of the power-loss journal harness
+# under the race detector; this runs CRASH_SEEDS of each without it.
 CRASH_SEEDS ?= 100000
 crash:
-	$(GO) test -count=1 -timeout 60m -run '^TestCrashSuite$$' ./storage/ -crash.seeds=$(CRASH_SEEDS) -v
+	$(GO) test -count=1 -timeout 60m -run '^(TestCrashSuite|TestPowercutJournalSuite)$$' ./storage/ \
+		-crash.seeds=$(CRASH_SEEDS) -powercut.seeds=$(CRASH_SEEDS) -v
 
 # The short run in make test: leader kills and pauses, under two minutes.
 chaos-short: build

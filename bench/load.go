@@ -44,10 +44,13 @@ type loadConfig struct {
 	Timeout     time.Duration // the run fails if not done by then (0: 5 minutes)
 	Mode        string        // produce, consume, e2e, groups, share, members
 	Pids        []int         // broker processes to measure (optional)
-	IdleConns   int           // produce: connections opened (ApiVersions done) and left idle before the producers connect
-	Groups      int           // groups: consumer groups reading the whole topic at once
-	Members     int           // share, members: the consumers of the one group (a share group, a classic group) reading the topic
-	RecordLocks int           // share: the group's share.partition.max.record.locks (0: the broker's default)
+	// TopicConfigs are the topic's configs at creation (w2-durable:
+	// flush.messages=1).
+	TopicConfigs map[string]*string
+	IdleConns    int // produce: connections opened (ApiVersions done) and left idle before the producers connect
+	Groups       int // groups: consumer groups reading the whole topic at once
+	Members      int // share, members: the consumers of the one group (a share group, a classic group) reading the topic
+	RecordLocks  int // share: the group's share.partition.max.record.locks (0: the broker's default)
 	// ClientOpts are added to every client of the run: TLS and SASL for
 	// a secured target (kbroker-sasl-ssl).
 	ClientOpts []kgo.Opt `json:"-"`
@@ -69,6 +72,9 @@ type loadResult struct {
 	E2EP50, E2EP99          time.Duration
 
 	Usage procUsage // zero when no pids
+	// Syncs are the brokers' storage syncs during the timed part (kbroker
+	// targets only).
+	Syncs syncCounts
 
 	Idle   idleCost      // what the idle connections cost the brokers (IdleConns > 0)
 	Groups int           // groups: how many read the topic (Records and Bytes are their sum)

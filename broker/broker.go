@@ -21,6 +21,7 @@ import (
 	"github.com/kbroker/kbroker/replication/controller"
 	"github.com/kbroker/kbroker/security/acl"
 	"github.com/kbroker/kbroker/storage"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Broker is one kbroker process: client listeners, the partition logs, the
@@ -65,6 +66,14 @@ type Broker struct {
 	stopSec context.CancelFunc // stops the certificate reloads
 	// serving is set once requests are processed (unfenced and listening).
 	serving atomic.Bool
+	// halted receives, once, why the broker must stop at once (a failed
+	// log dir: halt.go); haltOnce guards the send.
+	halted    chan error
+	haltOnce  sync.Once
+	abortOnce sync.Once
+	// fs is the log dirs' file system (nil: the operating system's); tests
+	// and the power-loss harness set it before Start.
+	fs vfs.FS
 
 	wg sync.WaitGroup // owned goroutines (listener loops, metrics server)
 }
@@ -72,7 +81,7 @@ type Broker struct {
 // New builds a broker from cfg; Start runs it.
 func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b := &Broker{cfg: cfg, logger: logger, now: time.Now, listeners: map[string]net.Listener{},
-		imageReady: make(chan struct{})}
+		imageReady: make(chan struct{}), halted: make(chan error, 1)}
 	b.quotas = newClientQuotas(cfg, b.now)
 	b.throttles = b.newReplicationThrottles()
 	b.dispatch = newDispatcher(b.apis())
@@ -204,6 +213,31 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 		cancel()
 	}
+	b.stopServing()
+	var errs []error
+	if b.logs != nil {
+		if b.ctrl != nil {
+			// The clean-shutdown markers carry this registration's epoch:
+			// registering with it next time tells the controller the logs
+			// were flushed and closed (KIP-966).
+			b.logs.SetBrokerEpoch(b.ctrl.BrokerEpoch())
+		}
+		if err := b.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing logs: %w", err))
+		}
+	}
+	if b.ctrl != nil {
+		if err := b.ctrl.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing controller node: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopServing closes the listeners and stops the goroutines that serve
+// (requests, metrics, certificate reloads, groups, replication); logs and
+// the controller node are left to the caller.
+func (b *Broker) stopServing() {
 	if b.server != nil {
 		b.server.Close()
 	}
@@ -224,18 +258,6 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.replicas != nil {
 		b.replicas.Close()
 	}
-	var errs []error
-	if b.logs != nil {
-		if err := b.logs.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("closing logs: %w", err))
-		}
-	}
-	if b.ctrl != nil {
-		if err := b.ctrl.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("closing controller node: %w", err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // bindListeners binds every non-controller listener.

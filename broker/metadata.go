@@ -230,7 +230,9 @@ func msDuration(ms int64) time.Duration {
 }
 
 // countElections counts the leader changes between two images: clean when
-// the new leader was in the previous ISR, unclean otherwise.
+// the new leader was in the previous ISR, elr when it came from the
+// eligible leader replicas (KIP-966), unclean otherwise (an unclean
+// election, or the last known leader with the ISR and ELR empty).
 func (b *Broker) countElections(prev, next *controller.Image) {
 	if prev == nil {
 		return
@@ -249,7 +251,11 @@ func (b *Broker) countElections(prev, next *controller.Image) {
 				continue
 			}
 			kind := "clean"
-			if !slices.Contains(o.ISR, p.Leader) {
+			switch {
+			case slices.Contains(o.ISR, p.Leader):
+			case slices.Contains(o.ELR, p.Leader):
+				kind = "elr"
+			default:
 				kind = "unclean"
 			}
 			b.metrics.elections.WithLabelValues(kind).Inc()

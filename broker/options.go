@@ -30,6 +30,9 @@ func (b *Broker) storageOptions() storage.ManagerOptions {
 		RetentionCheckInterval: b.cfg.LogRetentionCheckInterval,
 		CheckpointInterval:     min(b.cfg.LogFlushOffsetCheckpointInterval, b.cfg.ReplicaHighWatermarkCheckpointInterval),
 		LogCleanerBackoff:      b.cfg.LogCleanerBackoff,
+		FS:                     b.fs,
+		OnLogDirFailure:        b.logDirFailed,
+		OnGroupCommitRound:     b.metrics.onGroupCommitRound,
 	}
 }
 
@@ -74,6 +77,7 @@ func (b *Broker) controllerOptions() controller.Options {
 		DefaultNumPartitions:         b.cfg.NumPartitions,
 		DefaultReplicationFactor:     b.cfg.DefaultReplicationFactor,
 		UncleanLeaderElectionEnable:  b.uncleanDefault,
+		MinInsyncReplicas:            b.cfg.MinInsyncReplicas,
 		AutoLeaderRebalanceEnable:    b.cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: b.cfg.LeaderImbalanceCheckInterval,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
@@ -122,7 +126,7 @@ func (b *Broker) registration() controller.BrokerRegistration {
 	if cl, ok := b.cfg.ControllerListener(); ok {
 		eps = append(eps, controller.Endpoint{Name: cl.Name, Host: cl.Host, Port: cl.Port, SecurityProtocol: b.protocolCode(cl.Name)})
 	}
-	return controller.BrokerRegistration{Listeners: eps, Rack: b.cfg.BrokerRack}
+	return controller.BrokerRegistration{Listeners: eps, Rack: b.cfg.BrokerRack, PreviousBrokerEpoch: b.logs.PreviousBrokerEpoch()}
 }
 
 // protocolCode is a listener's security protocol as BrokerRegistration

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kbroker/kbroker/internal/child"
+	"github.com/kbroker/kbroker/internal/powercut"
 	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
@@ -29,10 +30,18 @@ type node struct {
 	metricsAddr string
 	dataDir     string
 	args        []string
+	// journal, when set, is where the broker journals its fsync
+	// bookkeeping (internal/powercut), so that powerCut can turn a kill
+	// into a power loss; failSyncIf, when set, is a file whose existence
+	// fails every sync in its log dirs (a failing disk).
+	journal, failSyncIf string
 
 	child.Process
-	mu     sync.Mutex // guards output (the pointer; the buffer locks itself)
+	mu     sync.Mutex // guards output (the pointer; the buffer locks itself) and earlier
 	output *outputBuffer
+	// earlier is what the node's previous runs printed (shown when a test
+	// fails, with the current run's output).
+	earlier string
 }
 
 // outputBuffer holds what a process prints: os/exec's copier writes it
@@ -90,6 +99,9 @@ type clusterOpts struct {
 	// scram are credentials (kbroker format --add-scram syntax) stored
 	// before the first start.
 	scram []string
+	// powercut has every broker journal its fsync bookkeeping
+	// (node.powerCut) and fail its syncs while node.failSyncIf exists.
+	powercut bool
 }
 
 // seeds returns KBROKER_SEEDS when testing against a live cluster.
@@ -138,6 +150,10 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			clientAddr: fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
 			ctrlAddr:   fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
 			dataDir:    filepath.Join(base, fmt.Sprintf("node-%d", i+1)),
+		}
+		if opts.powercut {
+			n.journal = filepath.Join(base, fmt.Sprintf("node-%d.journal", i+1))
+			n.failSyncIf = filepath.Join(base, fmt.Sprintf("node-%d.fail-syncs", i+1))
 		}
 		if i < len(opts.clientAddrs) {
 			n.clientAddr = opts.clientAddrs[i]
@@ -203,10 +219,16 @@ func (n *node) start() {
 	n.t.Helper()
 	cmd := exec.Command(kbrokerBin, n.args...)
 	cmd.Env = child.Env(os.Environ()) // the test's own KBROKER_* settings are not broker config
+	if n.journal != "" {
+		cmd.Env = append(cmd.Env, "KBTEST_POWERCUT_JOURNAL="+n.journal, "KBTEST_FAIL_SYNC_IF="+n.failSyncIf)
+	}
 	output := &outputBuffer{}
 	cmd.Stdout = output
 	cmd.Stderr = output
 	n.mu.Lock()
+	if n.output != nil {
+		n.earlier += n.output.String() + "---- (restarted) ----\n"
+	}
 	n.output = output
 	n.mu.Unlock()
 	if err := n.Start(cmd, nil); err != nil {
@@ -233,12 +255,77 @@ func (n *node) kill9() {
 	n.WaitExit(10 * time.Second)
 }
 
+// powerCut is a power loss of the node's machine: the process dies (kill
+// -9) and its log dirs lose everything it had not synced, as its own fsync
+// bookkeeping says (internal/powercut). It returns how many files the cut
+// shortened, zeroed or deleted.
+func (n *node) powerCut() int {
+	n.t.Helper()
+	n.kill9()
+	return n.losePageCache()
+}
+
+// powerCutAll cuts the power of several nodes at once: all die first,
+// then each loses what it had not synced.
+func powerCutAll(nodes ...*node) {
+	for _, n := range nodes {
+		n.Signal(syscall.SIGKILL)
+	}
+	for _, n := range nodes {
+		n.WaitExit(10 * time.Second)
+	}
+	for _, n := range nodes {
+		n.losePageCache()
+	}
+}
+
+// losePageCache rewrites the dead node's log dirs to what its disk held.
+func (n *node) losePageCache() int {
+	n.t.Helper()
+	if n.journal == "" {
+		n.t.Fatalf("node %d: no power-loss journal (clusterOpts.powercut)", n.id)
+	}
+	if n.Running() {
+		n.t.Fatalf("node %d: power cut of a running process", n.id)
+	}
+	sizes := map[string]int64{}
+	filepath.Walk(n.dataDir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			sizes[p] = fi.Size()
+		}
+		return nil
+	})
+	plan, err := powercut.Replay(n.journal)
+	if err != nil {
+		n.t.Fatalf("node %d: %v", n.id, err)
+	}
+	changed := len(plan.Delete)
+	for p, cut := range plan.Files {
+		if size, ok := sizes[p]; ok && cut.Keep < size {
+			changed++
+		}
+	}
+	if _, err := powercut.Apply(n.journal); err != nil {
+		n.t.Fatalf("node %d: %v", n.id, err)
+	}
+	n.t.Logf("node %d: power cut: %d files lost their unsynced data or their unsynced name", n.id, changed)
+	return changed
+}
+
 // stop sends SIGTERM and waits for a clean exit.
 func (n *node) stop() {
 	n.Signal(syscall.SIGTERM)
 	if !n.WaitExit(15 * time.Second) {
 		n.kill9()
 	}
+}
+
+// allLogs returns what every run of the node printed.
+func (n *node) allLogs() string {
+	cur := n.logs()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.earlier + cur
 }
 
 // logs returns what the process printed.
@@ -272,7 +359,7 @@ func (c *cluster) stop() {
 			if os.Getenv("KBROKER_TEST_FULL_LOGS") != "" {
 				limit = 1 << 30
 			}
-			c.t.Logf("---- node %d output (last %d bytes) ----\n%s", n.id, limit, tail(n.logs(), limit))
+			c.t.Logf("---- node %d output (last %d bytes) ----\n%s", n.id, limit, tail(n.allLogs(), limit))
 		}
 	}
 }

@@ -12,8 +12,10 @@
 //     offset, and its broker epoch from ReplicaState.
 //
 //   - HW = min LEO over the maximal ISR (the committed ISR plus an expansion in
-//     flight). It never moves backwards, and it does not advance while the ISR
-//     is smaller than min.insync.replicas.
+//     flight). It never moves backwards, and it does not advance while the
+//     committed ISR is smaller than the effective min.insync.replicas (capped
+//     at the replica count): KIP-966's strict min ISR, which makes every
+//     replica that leaves a short ISR an eligible leader (hwm.go).
 //
 //   - A follower that has not caught up within replica.lag.time.max.ms leaves
 //     the ISR; one whose LEO reaches the HW (and the current epoch's start

@@ -54,7 +54,7 @@ func (p *Partition) leaderAppendEpoch(acks int16) (int32, error) {
 	switch {
 	case p.role != RoleLeader:
 		return -1, kerr.NotLeaderForPartition
-	case acks == -1 && int32(len(p.isr.committed)) < p.minISR:
+	case acks == -1 && int32(len(p.isr.committed)) < p.effectiveMinISRLocked():
 		return -1, kerr.NotEnoughReplicas
 	}
 	return p.leaderEpoch, nil
@@ -116,7 +116,7 @@ func (p *Partition) hwReached(offset int64) (bool, error) {
 		return true, kerr.NotLeaderForPartition
 	case p.log.HighWatermark() > offset:
 		return true, nil
-	case int32(len(p.isr.maximal())) < p.minISR:
+	case int32(len(p.isr.maximal())) < p.effectiveMinISRLocked():
 		return true, kerr.NotEnoughReplicasAfterAppend
 	}
 	return false, nil

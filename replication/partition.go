@@ -164,7 +164,7 @@ type Snapshot struct {
 	HighWatermark  int64
 	LogEndOffset   int64
 	LogStartOffset int64
-	MinISR         int32
+	MinISR         int32 // effective: min.insync.replicas capped at the replica count
 	LogSize        int64
 	Segments       int
 	// FollowerLEOs is each follower's LEO as the leader last saw it (-1:
@@ -182,7 +182,7 @@ func (p *Partition) Snapshot() Snapshot {
 		Replicas:       slices.Clone(p.replicas), ISR: slices.Clone(p.isr.committed),
 		MaximalISR:    slices.Clone(p.isr.maximal()),
 		HighWatermark: p.log.HighWatermark(), LogEndOffset: p.log.LogEndOffset(),
-		LogStartOffset: p.log.LogStartOffset(), MinISR: p.minISR,
+		LogStartOffset: p.log.LogStartOffset(), MinISR: p.effectiveMinISRLocked(),
 		LogSize: p.log.Size(), Segments: p.log.NumSegments(),
 		FollowerLEOs: p.followerLEOsLocked(),
 	}
@@ -220,6 +220,12 @@ func (p *Partition) SetMinISR(n int32) {
 	p.maybeAdvanceHWLocked()
 	p.mu.Unlock()
 	p.watchers.notify(HighWatermarkMoved)
+}
+
+// effectiveMinISRLocked is min.insync.replicas capped at the replica count.
+// Must be called with mu held.
+func (p *Partition) effectiveMinISRLocked() int32 {
+	return EffectiveMinISR(p.minISR, len(p.replicas))
 }
 
 // checkEpochLocked validates a request's current leader epoch (-1: not given).
@@ -269,7 +275,7 @@ func (p *Partition) maybeAdvanceHWLocked() bool {
 		}
 	}
 	cur := p.log.HighWatermark()
-	hw := HighWatermark(cur, maximal, leos, p.minISR)
+	hw := HighWatermark(cur, p.isr.committed, maximal, leos, p.effectiveMinISRLocked())
 	if hw == cur {
 		return false
 	}

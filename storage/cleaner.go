@@ -662,7 +662,7 @@ func (l *Log) swapCleaned(group []*segment, s *segment, gen int64) error {
 	defer l.appendMu.Unlock()
 	segs := l.segmentList()
 	at := sort.Search(len(segs), func(i int) bool { return segs[i].baseOffset >= group[0].baseOffset })
-	if l.closed || l.failed != nil || l.truncations.Load() != gen || at+len(group) >= len(segs) {
+	if l.closed || l.failedLocked() != nil || l.truncations.Load() != gen || at+len(group) >= len(segs) {
 		return errCleaningAborted
 	}
 	for i, old := range group {

@@ -113,60 +113,88 @@ func crashConfig(rng *rand.Rand) LogConfig {
 	return c
 }
 
+// crashRun is one seeded sequence, as both crash suites run it: its
+// configuration, clock and model of what was written and must survive.
+type crashRun struct {
+	seed   int64
+	rng    *rand.Rand
+	clock  *testsupport.Clock
+	cfg    LogConfig
+	logDir string
+	model  *crashModel
+}
+
+var crashTP = TopicPartition{Topic: "crash", Partition: 0}
+
+// newCrashRun draws seed's configuration; its log dir is dir/data.
+func newCrashRun(seed int64, dir string) *crashRun {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x19))
+	return &crashRun{seed: seed, rng: rng, clock: newFakeClock(), cfg: crashConfig(rng), logDir: filepath.Join(dir, "data"),
+		model: &crashModel{written: map[string]crashRecord{}, required: map[int64]string{}, current: map[int64]string{},
+			batchOf: map[int64]int64{}, expectedEpochStart: map[int32]int64{}}}
+}
+
+// run starts a Manager on fsys, arms the cut (after the start: arm draws
+// the cut point from the sequence's random source), opens the log and runs
+// the sequence's steps until one fails (the cut) or all ran; hit reports a
+// cut inside an operation.
+func (r *crashRun) run(t *testing.T, fsys vfs.FS, arm func()) (m *Manager, hit bool) {
+	m, err := NewManager([]string{r.logDir}, ManagerOptions{FS: fsys, Now: r.clock.Now, Logger: discardLogger(),
+		ResourceLimits: unlimitedResources})
+	if err != nil {
+		t.Fatalf("seed %d: NewManager: %v", r.seed, err)
+	}
+	arm()
+	l, err := m.Open(crashTP, [16]byte{1}, r.cfg)
+	if err == nil {
+		hit = crashSteps(t, r.seed, r.rng, r.clock, m, l, r.model)
+	} else if !errors.Is(err, vfs.ErrPowerCut) {
+		t.Fatalf("seed %d: open: %v", r.seed, err)
+	}
+	return m, hit
+}
+
+// reopenAndCheck reopens the log on the operating system's file system,
+// as after the reboot, and checks it against the model.
+func (r *crashRun) reopenAndCheck(t *testing.T) {
+	m2, err := NewManager([]string{r.logDir}, ManagerOptions{Now: r.clock.Now, Logger: discardLogger(), ResourceLimits: unlimitedResources})
+	if err != nil {
+		t.Fatalf("seed %d: reopen manager: %v", r.seed, err)
+	}
+	defer m2.Close()
+	l2, err := m2.Open(crashTP, [16]byte{1}, r.cfg)
+	if err != nil {
+		t.Fatalf("seed %d: reopen log: %v", r.seed, err)
+	}
+	checkRecovered(t, r.seed, l2, r.model)
+}
+
 // runCrashSequence runs one seed and reports whether the cut hit an
 // operation (rather than the end of the sequence).
 func runCrashSequence(t *testing.T, seed int64, dir string) bool {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x19))
+	r := newCrashRun(seed, dir)
+	if err := os.MkdirAll(r.logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfs, err := vfs.NewCrashFS(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logDir := filepath.Join(dir, "data")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if cfs, err = vfs.NewCrashFS(dir); err != nil {
-		t.Fatal(err)
-	}
-	clock := newFakeClock()
-	cfg := crashConfig(rng)
-	tp := TopicPartition{Topic: "crash", Partition: 0}
-	m, err := NewManager([]string{logDir}, ManagerOptions{FS: cfs, Now: clock.Now, Logger: discardLogger(),
-		ResourceLimits: unlimitedResources})
-	if err != nil {
-		t.Fatalf("seed %d: NewManager: %v", seed, err)
-	}
-	model := &crashModel{written: map[string]crashRecord{}, required: map[int64]string{}, current: map[int64]string{},
-		batchOf: map[int64]int64{}, expectedEpochStart: map[int32]int64{}}
 	if *crashTrace {
 		cfs.SetInjector(func(op vfs.Op, path string) error {
 			t.Logf("%s %s", op, strings.TrimPrefix(path, dir))
 			return nil
 		})
 	}
-	cfs.CutAfter(int64(1+rng.IntN(400)), rand.New(rand.NewPCG(uint64(seed), 0xc07)))
-	l, err := m.Open(tp, [16]byte{1}, cfg)
-	hit := false
-	if err == nil {
-		hit = crashSteps(t, seed, rng, clock, m, l, model)
-	} else if !errors.Is(err, vfs.ErrPowerCut) {
-		t.Fatalf("seed %d: open: %v", seed, err)
-	}
+	m, hit := r.run(t, cfs, func() {
+		cfs.CutAfter(int64(1+r.rng.IntN(400)), rand.New(rand.NewPCG(uint64(seed), 0xc07)))
+	})
 	img := cfs.Cut(rand.New(rand.NewPCG(uint64(seed), 0xc07)))
 	m.Close() // fails its writes: the power is off; releases mappings
 	if err := cfs.Restore(img); err != nil {
 		t.Fatal(err)
 	}
-	m2, err := NewManager([]string{logDir}, ManagerOptions{Now: clock.Now, Logger: discardLogger(), ResourceLimits: unlimitedResources})
-	if err != nil {
-		t.Fatalf("seed %d: reopen manager: %v", seed, err)
-	}
-	defer m2.Close()
-	l2, err := m2.Open(tp, [16]byte{1}, cfg)
-	if err != nil {
-		t.Fatalf("seed %d: reopen log: %v", seed, err)
-	}
-	checkRecovered(t, seed, l2, model)
+	r.reopenAndCheck(t)
 	return hit
 }
 
@@ -278,6 +306,9 @@ func crashAppend(t *testing.T, rng *rand.Rand, l *Log, model *crashModel) error 
 		buf = append(buf, record.NewBatch(h, recs).Bytes()...)
 	}
 	info, err := l.AppendAsLeader(leaderBatches(t, buf), model.leaderEpoch, AppendOptions{})
+	if errors.Is(err, ErrRecordBatchTooLarge) {
+		return nil // refused whole (MESSAGE_TOO_LARGE): nothing was written
+	}
 	if err != nil {
 		if errors.Is(err, ErrLogFailed) || errors.Is(err, vfs.ErrPowerCut) || errors.Is(err, ErrDiskFull) {
 			// The write may or may not have reached the page cache: the
@@ -338,6 +369,13 @@ func (m *crashModel) truncate(to int64) {
 		if off >= to {
 			delete(m.current, off)
 			delete(m.required, off)
+		}
+	}
+	// Offsets past the cut may be written again in other batches: a stale
+	// entry would round a later truncation to a batch that is gone.
+	for off := range m.batchOf {
+		if off >= to {
+			delete(m.batchOf, off)
 		}
 	}
 }

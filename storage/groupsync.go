@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Durable appends and group commit (issue 19).
@@ -34,6 +35,8 @@ type groupSyncer struct {
 	// onFailure is called (once per failing log, outside mu) with the
 	// flush error.
 	onFailure func(l *Log, err error)
+	// onRound, if not nil, is told of each round's duration and logs.
+	onRound roundObserver
 
 	mu      sync.Mutex // guards the following
 	wake    *sync.Cond // on mu: work queued, a round done, or stop
@@ -49,8 +52,8 @@ type groupSyncer struct {
 	syncs  atomic.Int64 // logs flushed
 }
 
-func newGroupSyncer(onFailure func(*Log, error)) *groupSyncer {
-	g := &groupSyncer{onFailure: onFailure, pending: map[*Log]struct{}{}, finished: make(chan struct{})}
+func newGroupSyncer(onFailure func(*Log, error), onRound roundObserver) *groupSyncer {
+	g := &groupSyncer{onFailure: onFailure, onRound: onRound, pending: map[*Log]struct{}{}, finished: make(chan struct{})}
 	g.wake = sync.NewCond(&g.mu)
 	go g.run()
 	return g
@@ -98,6 +101,7 @@ func (g *groupSyncer) run() {
 		// The logs' flushes run in parallel: a round lasts as long as the
 		// slowest, not the sum (the disk queues them together). The
 		// goroutines end with the round.
+		start := time.Now()
 		var wg sync.WaitGroup
 		for l := range batch {
 			wg.Add(1)
@@ -110,6 +114,9 @@ func (g *groupSyncer) run() {
 			}()
 		}
 		wg.Wait()
+		if g.onRound != nil {
+			g.onRound(time.Since(start), len(batch))
+		}
 
 		g.mu.Lock()
 		g.done = g.started

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kbroker/kbroker/storage/vfs"
 )
@@ -90,22 +91,33 @@ func TestGroupCommitNotifiesListener(t *testing.T) {
 	}
 }
 
-// A failed fsync is never retried nor acknowledged: WaitDurable fails, the
-// whole log dir goes offline and every log in it refuses writes.
-func TestGroupCommitFsyncErrorTakesDirOffline(t *testing.T) {
+// crashManager is a Manager of one log dir on a CrashFS (for fault
+// injection), closed with the test. opts.FS, Logger and ResourceLimits
+// are set here; dir is the log dir.
+func crashManager(t *testing.T, opts ManagerOptions) (m *Manager, cfs *vfs.CrashFS, dir string, lb *logBuffer) {
+	t.Helper()
 	root := t.TempDir()
-	dir := filepath.Join(root, "data")
-	os.MkdirAll(dir, 0o755)
+	dir = filepath.Join(root, "data")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	cfs, err := vfs.NewCrashFS(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger, lb := testLogger(t)
-	m, err := NewManager([]string{dir}, ManagerOptions{FS: cfs, Logger: logger, ResourceLimits: unlimitedResources})
-	if err != nil {
+	opts.FS, opts.ResourceLimits = cfs, unlimitedResources
+	opts.Logger, lb = testLogger(t)
+	if m, err = NewManager([]string{dir}, opts); err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
+	return m, cfs, dir, lb
+}
+
+// A failed fsync is never retried nor acknowledged: WaitDurable fails, the
+// whole log dir goes offline and every log in it refuses writes.
+func TestGroupCommitFsyncErrorTakesDirOffline(t *testing.T) {
+	m, cfs, _, lb := crashManager(t, ManagerOptions{})
 	a, err := m.Open(TopicPartition{Topic: "a", Partition: 0}, [16]byte{1}, durableConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -141,6 +153,87 @@ func TestGroupCommitFsyncErrorTakesDirOffline(t *testing.T) {
 		t.Fatalf("log dirs %+v: want the dir offline", dirs)
 	}
 	waitFor(t, "the offline log line", func() bool { return strings.Contains(lb.String(), "log dir offline") })
+}
+
+// Any failed flush takes the log dir offline, not only a group commit's: a
+// flush.ms flush by the background loop too. The owner is told once
+// (OnLogDirFailure), so that the broker can stop and let its partitions
+// move.
+func TestFailedFlushTellsOwnerOnce(t *testing.T) {
+	type failure struct {
+		dir string
+		err error
+	}
+	failures := make(chan failure, 4)
+	m, cfs, dir, _ := crashManager(t, ManagerOptions{OnLogDirFailure: func(d string, err error) { failures <- failure{d, err} }})
+	cfg := DefaultLogConfig()
+	cfg.FlushMs = 1
+	l, err := m.Open(TopicPartition{Topic: "a", Partition: 0}, [16]byte{1}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := m.Open(TopicPartition{Topic: "b", Partition: 0}, [16]byte{2}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lg := range []*Log{l, other, l, other} {
+		if i == 2 { // the epochs are checkpointed: only the data is left to sync
+			cfs.SetInjector(func(op vfs.Op, path string) error {
+				if op.IsSync() {
+					return syscall.EIO
+				}
+				return nil
+			})
+		}
+		if _, err := lg.AppendAsLeader(leaderBatches(t, spec(1, int64(i/2)).build(t)), 0, AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m.flushPass(time.Now().Add(time.Hour))
+	select {
+	case f := <-failures:
+		if f.dir != dir || !errors.Is(f.err, syscall.EIO) {
+			t.Fatalf("OnLogDirFailure(%q, %v)", f.dir, f.err)
+		}
+	default:
+		t.Fatal("OnLogDirFailure not called")
+	}
+	if len(failures) != 0 {
+		t.Fatalf("OnLogDirFailure called %d more times", len(failures))
+	}
+	if dirs := m.LogDirs(); !dirs[0].Offline {
+		t.Fatalf("log dirs %+v: want the dir offline", dirs)
+	}
+}
+
+// A checkpoint that cannot be written (EIO) takes its dir offline too, as
+// any I/O error does in Kafka.
+func TestFailedCheckpointTakesDirOffline(t *testing.T) {
+	failed := make(chan string, 4)
+	m, cfs, dir, _ := crashManager(t, ManagerOptions{OnLogDirFailure: func(d string, err error) { failed <- d }})
+	if _, err := m.Open(TopicPartition{Topic: "a", Partition: 0}, [16]byte{1}, DefaultLogConfig()); err != nil {
+		t.Fatal(err)
+	}
+	cfs.SetInjector(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync && strings.Contains(path, "checkpoint") {
+			return syscall.EIO
+		}
+		return nil
+	})
+	if err := m.WriteCheckpoints(); err == nil {
+		t.Fatal("checkpoints written despite EIO")
+	}
+	select {
+	case d := <-failed:
+		if d != dir {
+			t.Fatalf("OnLogDirFailure(%q)", d)
+		}
+	default:
+		t.Fatal("the dir did not go offline")
+	}
+	if !m.LogDirs()[0].Offline {
+		t.Fatal("LogDirs does not report the dir offline")
+	}
 }
 
 // A durable log reopened after an unclean shutdown, its recovery point

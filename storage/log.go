@@ -49,6 +49,14 @@ type LogOptions struct {
 	// mapCache, set by a Manager, bounds the mapped inactive segments of
 	// all its logs together; nil gives the log a cache of its own.
 	mapCache *mapCache
+	// recoveryPointLowered, set by a Manager, writes the recovery point
+	// checkpoint at once after a truncation lowered the log's recovery
+	// point (Kafka's LogManager.truncateTo does): offsets at and past the
+	// new end are written again, unflushed, and a stale checkpoint would
+	// tell recovery after a crash that they were on disk.
+	recoveryPointLowered func() error
+	// counters, set by a Manager, count the log's flushes.
+	counters *syncCounters
 	// RecoveryProgressEvery logs recovery progress every that many
 	// segments (default 1000).
 	RecoveryProgressEvery int
@@ -146,7 +154,10 @@ type Log struct {
 	closed   bool
 	// failed is sticky: set when a flush fails, after which the state of
 	// the page cache is unknown.
-	failed            error
+	failed error
+	// dirFailure is set, without the lock, when the log dir went offline
+	// (fail); it refuses writes like failed.
+	dirFailure        atomic.Pointer[error]
 	unflushedMessages int64
 	lastFlush         time.Time
 	// rollFlushPending: a segment was rolled and not flushed yet (Kafka
@@ -350,8 +361,8 @@ func (l *Log) checkWritableLocked() error {
 	if l.closed {
 		return ErrLogClosed
 	}
-	if l.failed != nil {
-		return fmt.Errorf("%w: %w", ErrLogFailed, l.failed)
+	if err := l.failedLocked(); err != nil {
+		return fmt.Errorf("%w: %w", ErrLogFailed, err)
 	}
 	return nil
 }
@@ -505,12 +516,22 @@ func (l *Log) notifyFlushed() {
 }
 
 // fail makes the log refuse writes with err (its log dir went offline).
+// It takes no lock: the dir may go offline from inside a write of this
+// very log (a checkpoint written during a truncation).
 func (l *Log) fail(err error) {
-	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if l.failed == nil {
-		l.failed = err
+	l.dirFailure.CompareAndSwap(nil, &err)
+}
+
+// failedLocked is the error the log refuses writes with, nil while it
+// takes them. Must be called with appendMu held.
+func (l *Log) failedLocked() error {
+	if l.failed != nil {
+		return l.failed
 	}
+	if p := l.dirFailure.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (l *Log) appendAsLeader(batches []record.Batch, leaderEpoch int32, opt AppendOptions) (AppendInfo, bool, error) {
@@ -756,6 +777,9 @@ func (l *Log) Flush() error {
 	}
 	l.unflushedMessages = max(l.unflushedMessages-unflushed, 0)
 	l.lastFlush = l.now()
+	if l.opts.counters != nil {
+		l.opts.counters.logFlushes.Add(1)
+	}
 	if truncations == l.truncations.Load() && leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(leo)
 	}
@@ -791,7 +815,7 @@ func (l *Log) flushSegments(segs []*segment, sizes []int64, rp int64) error {
 // rolled segment awaits its flush. The manager's loop calls it.
 func (l *Log) flushIfDue(now time.Time) error {
 	l.appendMu.Lock()
-	due := !l.closed && l.failed == nil && (l.rollFlushPending ||
+	due := !l.closed && l.failedLocked() == nil && (l.rollFlushPending ||
 		(l.unflushedMessages > 0 && now.Sub(l.lastFlush).Milliseconds() >= l.cfg.FlushMs))
 	l.appendMu.Unlock()
 	if !due {
@@ -833,7 +857,7 @@ func (l *Log) Close() error {
 	if err := segs[len(segs)-1].deactivate(); err != nil {
 		errs = append(errs, err)
 	}
-	if l.failed == nil {
+	if l.failedLocked() == nil {
 		if err := l.producers.writeSnapshot(l.logEndOffset.Load()); err != nil {
 			errs = append(errs, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -54,6 +55,17 @@ type ManagerOptions struct {
 	// SystemResourceLimits, which first raises the soft open-file limit to
 	// the hard one).
 	ResourceLimits func() (lim ResourceLimits, raisedFrom uint64, err error)
+
+	// OnGroupCommitRound, if set, is told of every group commit round: how
+	// long its flushes took and how many logs it flushed (metrics). It
+	// must not block.
+	OnGroupCommitRound func(d time.Duration, logs int)
+
+	// OnLogDirFailure, if set, is told once per log dir when an I/O error
+	// takes it offline (a failed flush or fsync, or an I/O error opening a
+	// log in it). It must not block: the broker decides what to do (Kafka
+	// halts when it cannot move the dir's partitions elsewhere).
+	OnLogDirFailure func(dir string, err error)
 
 	// newTicker replaces time.NewTicker in tests.
 	newTicker func(d time.Duration) (<-chan time.Time, func())
@@ -117,8 +129,11 @@ type PartitionDir struct {
 // values read at startup (kept for partitions not opened yet) and whether
 // the previous shutdown was clean.
 type dirState struct {
-	path           string
-	clean          bool
+	path  string
+	clean bool
+	// cleanEpoch is the broker epoch the clean-shutdown marker held (-1:
+	// none).
+	cleanEpoch     int64
 	recoveryPoints map[TopicPartition]int64
 	highWatermarks map[TopicPartition]int64
 	logStarts      map[TopicPartition]int64
@@ -176,6 +191,11 @@ type Manager struct {
 	// start once it is set.
 	stopping bool
 
+	// brokerEpoch is written into the clean-shutdown markers (-1: none).
+	brokerEpoch atomic.Int64
+	// counters count flushes and syncs (syncstats.go).
+	counters *syncCounters
+
 	runOnce  sync.Once
 	stopOnce sync.Once
 	stop     chan struct{} // closed by Close
@@ -198,6 +218,13 @@ func (m *Manager) stopSyncers() {
 // acknowledged from it. Every log of the dir refuses writes from now on
 // (KAFKA_STORAGE_ERROR), and the dir is reported offline (LogDirs).
 func (m *Manager) syncFailed(ds *dirState, l *Log, err error) {
+	m.dirFailed(ds, "flush of "+l.Dir(), err)
+}
+
+// dirFailed takes ds offline after an I/O error in what (Kafka's
+// LogDirFailureChannel): every log in it refuses writes, its owner is told
+// (OnLogDirFailure).
+func (m *Manager) dirFailed(ds *dirState, what string, err error) {
 	m.mu.Lock()
 	first := ds.failure == nil
 	if first {
@@ -211,12 +238,34 @@ func (m *Manager) syncFailed(ds *dirState, l *Log, err error) {
 	}
 	m.mu.Unlock()
 	if first {
-		m.logger.Error("storage: flush failed; log dir offline, its partitions refuse writes",
-			"log_dir", ds.path, "log", l.Dir(), "err", err)
+		m.logger.Error("storage: I/O error; log dir offline, its partitions refuse writes",
+			"log_dir", ds.path, "during", what, "err", err)
 	}
 	for _, o := range logs {
 		o.fail(fmt.Errorf("%w: %s: %w", ErrLogDirOffline, ds.path, err))
 	}
+	if first {
+		m.notifyDirFailure(ds, err)
+	}
+}
+
+// notifyDirFailure tells the owner (OnLogDirFailure) that ds went offline.
+func (m *Manager) notifyDirFailure(ds *dirState, err error) {
+	if m.opts.OnLogDirFailure != nil {
+		m.opts.OnLogDirFailure(ds.path, err)
+	}
+}
+
+// dirOf returns the dir state of an open log, nil if it is not open here.
+func (m *Manager) dirOf(l *Log) *dirState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ml := range m.logs {
+		if ml.log == l {
+			return ml.dir
+		}
+	}
+	return nil
 }
 
 // GroupSyncStats sums the group commit rounds of every log dir.
@@ -239,12 +288,15 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 		return nil, errors.New("storage: no log dirs")
 	}
 	opts = opts.withDefaults()
-	m := &Manager{
+	counters := &syncCounters{}
+	opts.FS = countingFS{FS: opts.FS, c: counters}
+	m := &Manager{counters: counters,
 		opts: opts, logger: opts.Logger,
 		logs: map[TopicPartition]*managedLog{}, onDisk: map[TopicPartition]PartitionDir{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		maps: newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegmentsTotal),
 	}
+	m.brokerEpoch.Store(-1)
 	m.offline = map[TopicPartition]*OfflineLog{}
 	for _, d := range dirs {
 		ds, err := m.loadDir(d)
@@ -257,7 +309,7 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 			m.stopSyncers()
 			return nil, err
 		}
-		ds.syncer = newGroupSyncer(func(l *Log, err error) { m.syncFailed(ds, l, err) })
+		ds.syncer = newGroupSyncer(func(l *Log, err error) { m.syncFailed(ds, l, err) }, opts.OnGroupCommitRound)
 	}
 	m.checkLimits(len(m.found), true)
 	return m, nil
@@ -271,7 +323,7 @@ func (m *Manager) loadDir(path string) (*dirState, error) {
 	if err := m.opts.FS.MkdirAll(path, 0o755); err != nil {
 		return nil, diskError("create log dir", err)
 	}
-	ds := &dirState{path: path}
+	ds := &dirState{path: path, cleanEpoch: -1}
 	read := func(name string) map[TopicPartition]int64 {
 		v, err := readOffsetCheckpoint(m.opts.FS, filepath.Join(path, name))
 		if err != nil {
@@ -290,6 +342,9 @@ func (m *Manager) loadDir(path string) (*dirState, error) {
 	marker := filepath.Join(path, CleanShutdownFile)
 	if _, err := m.opts.FS.Stat(marker); err == nil {
 		ds.clean = !ds.recoveryUnknown
+		if b, err := vfs.ReadFile(m.opts.FS, marker); err == nil {
+			ds.cleanEpoch = parseCleanShutdown(b)
+		}
 		if err := m.opts.FS.Remove(marker); err != nil {
 			return nil, fmt.Errorf("storage: remove clean shutdown marker: %w", err)
 		}
@@ -527,7 +582,8 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 
 func (m *Manager) logOptions() LogOptions {
 	return LogOptions{Now: m.opts.Now, Logger: m.logger, FS: m.opts.FS, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
-		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps}
+		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps, recoveryPointLowered: m.WriteCheckpoints,
+		counters: m.counters}
 }
 
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
@@ -690,6 +746,9 @@ func (m *Manager) WriteCheckpoints() error {
 		} {
 			if err := writeOffsetCheckpoint(m.opts.FS, filepath.Join(ds.path, name), offsets); err != nil {
 				errs = append(errs, err)
+				if isLogDirFailure(err) {
+					m.dirFailed(ds, "checkpoint "+name, err)
+				}
 			}
 		}
 	}
@@ -811,11 +870,18 @@ func (m *Manager) loop(ctx context.Context, flushC, retentionC, checkpointC <-ch
 	}
 }
 
-// flushPass flushes every log whose flush is due.
+// flushPass flushes every log whose flush is due. A failed flush takes the
+// log's dir offline, as a failed group commit does: after a failed fsync the
+// kernel may have dropped the dirty pages, so nothing in the dir can be
+// trusted to reach the disk.
 func (m *Manager) flushPass(now time.Time) {
 	for _, l := range m.All() {
 		if err := l.flushIfDue(now); err != nil && !errors.Is(err, ErrLogClosed) {
-			m.logger.Error("storage: flush failed", "log", l.Dir(), "err", err)
+			if ds := m.dirOf(l); ds != nil {
+				m.syncFailed(ds, l, err)
+			} else {
+				m.logger.Error("storage: flush failed", "log", l.Dir(), "err", err)
+			}
 		}
 	}
 }
@@ -890,7 +956,7 @@ func (m *Manager) Close() error {
 		if unclean[ds] || ckErr != nil {
 			continue
 		}
-		if err := writeFileAtomic(m.opts.FS, filepath.Join(ds.path, CleanShutdownFile), nil); err != nil {
+		if err := writeFileAtomic(m.opts.FS, filepath.Join(ds.path, CleanShutdownFile), encodeCleanShutdown(m.brokerEpoch.Load())); err != nil {
 			errs = append(errs, err)
 		}
 	}

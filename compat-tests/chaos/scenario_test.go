@@ -30,7 +30,10 @@ type scenario struct {
 	// CheckShare.
 	share  bool
 	minISR int // default 2
-	policy Policy
+	// powercut: the brokers journal their syncs for the power-loss
+	// nemeses; durable: the topic has flush.messages=1 (durable acks).
+	powercut, durable bool
+	policy            Policy
 	// duration of the nemesis schedule (default 30 s, -chaos.duration).
 	duration time.Duration
 }
@@ -56,10 +59,19 @@ var fullScenarios = []scenario{
 	{name: "share-group", nemeses: []string{"kill-leader", "kill-random", "pause-short"}, share: true},
 	{name: "mixed", nemeses: []string{"kill-random", "pause-short", "pause-long", "kill-controller"}, separateController: true},
 	{name: "stale-election-clean", nemeses: []string{"stale-election"}, separateController: true},
+	// Power losses (issue 19): one broker at a time, each back in every ISR
+	// before the next (KIP-966 keeps a replica that lost its unflushed
+	// tail from leading); every broker at once with durable acks.
+	{name: "power-loss", nemeses: []string{"power-loss"}, powercut: true},
+	{name: "power-loss-all-durable", nemeses: []string{"power-loss-all"}, powercut: true, durable: true},
 	// Configurations outside Kafka's promise: losses are figures, not failures.
 	{name: "acks1-lagging-leader-kill", nemeses: []string{"lagging-leader-kill"}, acks1: true, minISR: 1,
 		policy: Policy{AllowLoss: true, AllowDup: true, AllowReorder: true}},
 	{name: "stale-election-unclean", nemeses: []string{"stale-election"}, separateController: true, unclean: true, minISR: 1,
+		policy: Policy{AllowLoss: true, AllowVanish: true, AllowDup: true, AllowReorder: true}},
+	// Kafka's default flush policy: every broker losing power at once
+	// loses what was only in page caches.
+	{name: "power-loss-all-default", nemeses: []string{"power-loss-all"}, powercut: true,
 		policy: Policy{AllowLoss: true, AllowVanish: true, AllowDup: true, AllowReorder: true}},
 }
 
@@ -92,12 +104,17 @@ func runScenario(t *testing.T, sc scenario) {
 	if sc.share {
 		flags = shareChaosFlags
 	}
-	c := startCluster(t, clusterOpts{brokers: sc.brokers, separateController: sc.separateController, netns: netns, runDir: dir, flags: flags})
+	c := startCluster(t, clusterOpts{brokers: sc.brokers, separateController: sc.separateController, netns: netns, runDir: dir, flags: flags,
+		powercut: sc.powercut})
 	topic := "chaos"
-	must(t, c.createTopic(topic, chaosPartitions, chaosRF, map[string]string{
+	configs := map[string]string{
 		"min.insync.replicas":            strconv.Itoa(sc.minISR),
 		"unclean.leader.election.enable": strconv.FormatBool(sc.unclean),
-	}), "creating the topic")
+	}
+	if sc.durable {
+		configs["flush.messages"] = "1"
+	}
+	must(t, c.createTopic(topic, chaosPartitions, chaosRF, configs), "creating the topic")
 	must(t, c.waitHealthy(topic, chaosPartitions, chaosRF, 60*time.Second), "cluster ready")
 
 	h := NewHistory()

@@ -110,6 +110,7 @@ func (c *controller) commit(ctx context.Context, recs ...record) (uint64, error)
 	if len(recs) == 0 {
 		return 0, nil
 	}
+	logELRChanges(c.log, c.fsm.image(), recs)
 	data, err := encodeEntry(recs...)
 	if err != nil {
 		return 0, fmt.Errorf("controller: encoding entry: %w", err)
@@ -200,7 +201,7 @@ func (c *controller) fenceExpired(ctx context.Context) {
 		img := c.fsm.image()
 		b := img.Brokers[id]
 		c.log.Info("fencing broker: session expired", "broker", id, "epoch", b.Epoch, "timeout", c.opts.BrokerSessionTimeout)
-		recs := append([]record{&fenceBrokerRecord{ID: id, Epoch: b.Epoch}}, removeBrokerChanges(img, id, c.uncleanDefault())...)
+		recs := append([]record{&fenceBrokerRecord{ID: id, Epoch: b.Epoch}}, removeBrokerChanges(img, id, c.policy())...)
 		if _, err := c.commit(ctx, recs...); err != nil {
 			c.log.Warn("fencing broker failed", "broker", id, "err", err)
 			return
@@ -247,7 +248,7 @@ func (c *controller) hasValidSessionLocked(b *BrokerInfo, now time.Time) bool {
 func (c *controller) electOffline(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recs := offlineChanges(c.fsm.image(), -1, c.uncleanDefault())
+	recs := offlineChanges(c.fsm.image(), -1, c.policy())
 	if len(recs) == 0 {
 		return
 	}
@@ -261,7 +262,7 @@ func (c *controller) electOffline(ctx context.Context) {
 func (c *controller) rebalance(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recs := preferredChanges(c.fsm.image())
+	recs := preferredChanges(c.fsm.image(), c.policy())
 	if len(recs) == 0 {
 		return
 	}

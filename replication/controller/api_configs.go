@@ -137,6 +137,7 @@ func (c *controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 	if req.ValidateOnly {
 		return resp, nil
 	}
+	recs = append(recs, clearELRChanges(img, recs)...)
 	if _, err := c.commit(ctx, recs...); err != nil {
 		return nil, err
 	}
@@ -232,6 +233,7 @@ func (c *controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 	if req.ValidateOnly {
 		return resp, nil
 	}
+	recs = append(recs, clearELRChanges(img, recs)...)
 	if _, err := c.commit(ctx, recs...); err != nil {
 		return nil, err
 	}

@@ -173,6 +173,12 @@ func (r *partitionChangeRecord) apply(b *imageBuilder, _ uint64) error {
 		p.AddingReplicas = nonEmpty(r.Adding)
 		p.RemovingReplicas = nonEmpty(r.Removing)
 	}
+	if r.ELR != nil {
+		p.ELR = nonEmpty(*r.ELR)
+	}
+	if r.LastKnownELR != nil {
+		p.LastKnownELR = nonEmpty(*r.LastKnownELR)
+	}
 	return nil
 }
 

@@ -44,6 +44,9 @@ var Features = []Feature{
 	// share.version 1: KIP-932 share groups (GA in Kafka 4.2, on by
 	// default for new clusters).
 	{Name: "share.version", Min: 0, Max: 1, Bootstrap: 1},
+	// eligible.leader.replicas.version 1: KIP-966 (Kafka 4.1's default
+	// for new clusters; elr.go).
+	{Name: ELRFeature, Min: 0, Max: 1, Bootstrap: 1},
 }
 
 // FeatureByName returns the feature called name.

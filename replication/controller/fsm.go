@@ -125,7 +125,13 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 func (s *fsmSnapshot) Release() {}
 
 // Snapshot format: one JSON document, {"v":1, ...} as snapshotV1 below.
-const snapshotVersion = 1
+// Version 2 is the same document with eligible leader replicas in some
+// partition: it is written only then, so that a build that does not know
+// them refuses it rather than lose them.
+const (
+	snapshotVersion    = 1
+	snapshotVersionELR = 2
+)
 
 type snapshotV1 struct {
 	V              int                          `json:"v"`
@@ -168,6 +174,8 @@ type snapPartition struct {
 	PartitionEpoch   int32   `json:"partitionEpoch"`
 	AddingReplicas   []int32 `json:"addingReplicas,omitempty"`
 	RemovingReplicas []int32 `json:"removingReplicas,omitempty"`
+	ELR              []int32 `json:"elr,omitempty"`
+	LastKnownELR     []int32 `json:"lastKnownElr,omitempty"`
 }
 
 func encodeSnapshot(w io.Writer, img *Image) error {
@@ -196,7 +204,11 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 				Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
 				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
+				ELR: p.ELR, LastKnownELR: p.LastKnownELR,
 			})
+			if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
+				s.V = snapshotVersionELR
+			}
 		}
 		s.Topics = append(s.Topics, st)
 	}
@@ -213,8 +225,8 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 	if err := json.NewDecoder(r).Decode(&s); err != nil {
 		return nil, fmt.Errorf("controller: reading snapshot: %w", err)
 	}
-	if s.V != snapshotVersion {
-		return nil, fmt.Errorf("controller: snapshot version %d, this build reads %d", s.V, snapshotVersion)
+	if s.V != snapshotVersion && s.V != snapshotVersionELR {
+		return nil, fmt.Errorf("controller: snapshot version %d, this build reads %d-%d", s.V, snapshotVersion, snapshotVersionELR)
 	}
 	img := newEmptyImage()
 	img.ClusterID = s.ClusterID
@@ -243,6 +255,7 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 				Topic: st.Name, Index: int32(i), Replicas: sp.Replicas, ISR: sp.ISR, Leader: sp.Leader,
 				LeaderEpoch: sp.LeaderEpoch, PartitionEpoch: sp.PartitionEpoch,
 				AddingReplicas: sp.AddingReplicas, RemovingReplicas: sp.RemovingReplicas,
+				ELR: sp.ELR, LastKnownELR: sp.LastKnownELR,
 			})
 		}
 		img.Topics[t.Name] = t

@@ -82,6 +82,17 @@ type Partition struct {
 	// removing ones: every replica of the old and new assignment is a replica
 	// until the adding ones have joined the ISR.
 	AddingReplicas, RemovingReplicas []int32
+	// ELR are the eligible leader replicas (KIP-966), sorted by id: replicas
+	// outside the ISR that hold every offset below the HW, because they
+	// left the ISR while it was smaller than min.insync.replicas (the HW
+	// does not advance then) and have not shut down uncleanly since. With
+	// the ISR empty, the first unfenced one in replica order may lead.
+	ELR []int32
+	// LastKnownELR is, while the partition has no leader and its ISR is
+	// empty, the leader it had when the ISR emptied (Kafka 4.x keeps the
+	// last known leader there): elected, as a last resort, once it is back
+	// if the ELR is empty by then.
+	LastKnownELR []int32
 }
 
 // Reassigning reports whether a reassignment of the partition is in progress.
@@ -188,6 +199,8 @@ func (p *Partition) clone() *Partition {
 	c.ISR = slices.Clone(p.ISR)
 	c.AddingReplicas = slices.Clone(p.AddingReplicas)
 	c.RemovingReplicas = slices.Clone(p.RemovingReplicas)
+	c.ELR = slices.Clone(p.ELR)
+	c.LastKnownELR = slices.Clone(p.LastKnownELR)
 	return &c
 }
 

@@ -55,6 +55,12 @@ type Options struct {
 	// unclean.leader.election.enable; it may change dynamically. nil = false.
 	UncleanLeaderElectionEnable func() bool
 
+	// MinInsyncReplicas is the broker-level default of min.insync.replicas
+	// (below a dynamic cluster-wide value and topic overrides): elections
+	// keep eligible leader replicas while an ISR is smaller (KIP-966).
+	// Default 1.
+	MinInsyncReplicas int32
+
 	AutoLeaderRebalanceEnable    bool
 	LeaderImbalanceCheckInterval time.Duration // default 300s
 

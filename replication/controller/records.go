@@ -30,7 +30,7 @@ const recordVersion = 1
 // maxRecordVersion is the newest version this build reads of each record
 // kind that has more than version 1.
 var maxRecordVersion = map[string]int{
-	"PartitionChange": 2, // reassignment fields, leader epoch bump
+	"PartitionChange": 3, // 2: reassignment fields, leader epoch bump; 3: eligible leader replicas
 }
 
 func maxVersionOf(kind string) int {
@@ -168,22 +168,32 @@ type createPartitionsRecord struct {
 // BumpLeaderEpoch is set (replicas were removed: Kafka's
 // triggerLeaderEpochBumpForReplicaReassignmentIfNeeded fences their fetches).
 //
+// ELR and LastKnownELR, when not nil, set the partition's eligible leader
+// replicas and last known leader (KIP-966; an empty list clears them); nil
+// leaves them as they are, like Kafka's null fields.
+//
 // Version 2 (Replicas non-nil or BumpLeaderEpoch): a version 1 node would
-// lose the reassignment fields, so it refuses the record instead.
+// lose the reassignment fields, so it refuses the record instead. Version 3
+// (ELR or LastKnownELR set): the same for the eligible leader replicas.
 type partitionChangeRecord struct {
-	Topic           string  `json:"topic"`
-	TopicID         uuid    `json:"topicId"`
-	Partition       int32   `json:"partition"`
-	Leader          int32   `json:"leader"`
-	ISR             []int32 `json:"isr"`
-	Replicas        []int32 `json:"replicas,omitempty"`
-	Adding          []int32 `json:"adding,omitempty"`
-	Removing        []int32 `json:"removing,omitempty"`
-	BumpLeaderEpoch bool    `json:"bumpLeaderEpoch,omitempty"`
+	Topic           string   `json:"topic"`
+	TopicID         uuid     `json:"topicId"`
+	Partition       int32    `json:"partition"`
+	Leader          int32    `json:"leader"`
+	ISR             []int32  `json:"isr"`
+	Replicas        []int32  `json:"replicas,omitempty"`
+	Adding          []int32  `json:"adding,omitempty"`
+	Removing        []int32  `json:"removing,omitempty"`
+	BumpLeaderEpoch bool     `json:"bumpLeaderEpoch,omitempty"`
+	ELR             *[]int32 `json:"elr,omitempty"`
+	LastKnownELR    *[]int32 `json:"lastKnownElr,omitempty"`
 }
 
 func (r *partitionChangeRecord) version() int {
-	if r.Replicas != nil || r.BumpLeaderEpoch {
+	switch {
+	case r.ELR != nil || r.LastKnownELR != nil:
+		return 3
+	case r.Replicas != nil || r.BumpLeaderEpoch:
 		return 2
 	}
 	return 1
