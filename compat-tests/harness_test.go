@@ -209,6 +209,14 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 	}
 	t.Cleanup(c.stop)
 	c.waitServing(60 * time.Second)
+	// waitServing counts the running nodes only (tests call it with nodes
+	// stopped on purpose); a node that died starting would shrink the
+	// cluster under the test.
+	for _, n := range c.nodes {
+		if !n.Running() {
+			t.Fatalf("node %d exited while the cluster was starting (its output follows)", n.id)
+		}
+	}
 	return c
 }
 

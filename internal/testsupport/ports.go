@@ -5,13 +5,22 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FreePorts reserves n distinct loopback ports: all are bound at once (so
 // they differ) and released before returning, for a process to bind.
+//
+// Between the release and the broker's bind another test may probe the same
+// port and find it free; test binaries of several packages run at once, so a
+// lock inside one process is not enough. Each port handed out is therefore
+// also claimed in a directory shared by every test process (a file per port,
+// created exclusively) and not handed out again by anyone for portClaimTTL,
+// by which time its process has bound it (and the bind probe refuses it).
 //
 // The ports come from below the kernel's ephemeral range: a port taken from
 // that range (":0") is handed out again to the next outgoing connection of
@@ -44,6 +53,10 @@ func freePorts(n int) ([]int, error) {
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 		if err != nil {
 			continue // in use: try another
+		}
+		if !claimPort(p, time.Now()) {
+			l.Close()
+			continue // handed out moments ago by another test: its process may not have bound it yet
 		}
 		ls = append(ls, l)
 		ports = append(ports, p)
@@ -78,4 +91,42 @@ func FreeAddrs(tb testing.TB, n int) []string {
 		out = append(out, net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 	}
 	return out
+}
+
+// portClaimTTL is how long a port handed out stays claimed: far longer than
+// any broker takes to bind its listeners after its test picked the ports.
+const portClaimTTL = 2 * time.Minute
+
+// claimPort claims port p for this process in the shared claim directory,
+// unless another claimed it less than portClaimTTL ago. A directory that
+// cannot be used claims nothing and refuses nothing: the bind probe alone
+// then decides, as before.
+func claimPort(p int, now time.Time) bool {
+	return claimPortIn(filepath.Join(os.TempDir(), "kbroker-test-ports"), p, now)
+}
+
+func claimPortIn(dir string, p int, now time.Time) bool {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true
+	}
+	path := filepath.Join(dir, strconv.Itoa(p))
+	for range 2 {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o666)
+		if err == nil {
+			f.Close()
+			return true
+		}
+		if !os.IsExist(err) {
+			return true
+		}
+		st, err := os.Stat(path)
+		if err != nil {
+			continue // removed meanwhile: try to create it again
+		}
+		if now.Sub(st.ModTime()) < portClaimTTL {
+			return false
+		}
+		os.Remove(path) // a stale claim: take it over
+	}
+	return false
 }

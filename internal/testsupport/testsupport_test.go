@@ -3,6 +3,8 @@ package testsupport
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +91,29 @@ func TestFreePortsBelowEphemeralRange(t *testing.T) {
 		if p < lo || p >= hi {
 			t.Fatalf("port %d outside [%d, %d)", p, lo, hi)
 		}
+	}
+}
+
+// A port claimed by one test process is refused to every other until the
+// claim is stale; without the claim two packages' tests could both probe the
+// port free and start brokers on it ("bind: address already in use").
+func TestPortClaimRefusedUntilStale(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	if !claimPortIn(dir, 12345, now) {
+		t.Fatal("first claim refused")
+	}
+	if claimPortIn(dir, 12345, now.Add(time.Second)) {
+		t.Fatal("a fresh claim was handed out again")
+	}
+	if !claimPortIn(dir, 12346, now) {
+		t.Fatal("another port refused")
+	}
+	stale := now.Add(-portClaimTTL - time.Second)
+	if err := os.Chtimes(filepath.Join(dir, "12345"), stale, stale); err != nil {
+		t.Fatal(err)
+	}
+	if !claimPortIn(dir, 12345, now) {
+		t.Fatal("a stale claim was not taken over")
 	}
 }
