@@ -56,8 +56,8 @@ type CleanStats struct {
 	// delete horizon (cleaner_txn.go).
 	AbortedBatchesRemoved int64
 	MarkersRemoved        int64
-	Keys         int // distinct keys in the offset map
-	Duration     time.Duration
+	Keys                  int // distinct keys in the offset map
+	Duration              time.Duration
 }
 
 // errCleaningAborted: the log changed under a cleaning (truncation, close,

@@ -208,8 +208,8 @@ func TestTxnIndexAborts(t *testing.T) {
 	l := e.open(smallConfig(), LogState{})
 	defer l.Close()
 
-	txnProduce(t, l, 1, 0, 0, 2) // 0-1
-	txnProduce(t, l, 2, 0, 0, 1) // 2
+	txnProduce(t, l, 1, 0, 0, 2)  // 0-1
+	txnProduce(t, l, 2, 0, 0, 1)  // 2
 	mustEndTxn(t, l, 1, 0, false) // 3: aborts 0-1 while 2 is open: LSO 2
 	mustEndTxn(t, l, 2, 0, true)  // 4: commit, no entry
 	want := []AbortedTxn{{ProducerID: 1, FirstOffset: 0, LastOffset: 3, LastStableOffset: 2}}
