@@ -121,6 +121,11 @@ type ReadResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	LogEndOffset   int64
+	// LastStableOffset is the partition's LSO (for every isolation level,
+	// as Kafka answers it); Aborted lists the aborted transactions that
+	// overlap the records read, for a read_committed consumer only.
+	LastStableOffset int64
+	Aborted          []storage.AbortedTxn
 	// Diverging is set (and no data returned) when a follower's log diverges
 	// from the leader's at its LastFetchedEpoch (KIP-320/KIP-595).
 	Diverging *EpochEndOffset
@@ -132,8 +137,28 @@ type EpochEndOffset struct {
 	EndOffset int64
 }
 
-// ReadForConsumer reads committed data (below the HW) for a consumer.
+// Isolation is a consumer's isolation level (Fetch and ListOffsets).
+type Isolation int8
+
+const (
+	// ReadUncommitted reads up to the HW, aborted transactions included.
+	ReadUncommitted Isolation = 0
+	// ReadCommitted reads up to the last stable offset, with the aborted
+	// transactions of the records read, for the client to skip.
+	ReadCommitted Isolation = 1
+)
+
+// ReadForConsumer reads committed data (below the HW) for a
+// read_uncommitted consumer.
 func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentLeaderEpoch int32, minOneBatch bool) (ReadResult, error) {
+	return p.ReadForConsumerAt(ReadUncommitted, offset, maxBytes, currentLeaderEpoch, minOneBatch)
+}
+
+// ReadForConsumerAt reads for a consumer at isolation level iso: below
+// the HW, or below the LSO with the aborted transactions that overlap the
+// batches read (Kafka's fetch with isolation_level=read_committed). An
+// empty read has no aborted transactions.
+func (p *Partition) ReadForConsumerAt(iso Isolation, offset int64, maxBytes int32, currentLeaderEpoch int32, minOneBatch bool) (ReadResult, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.role != RoleLeader {
@@ -143,8 +168,13 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentLeaderE
 		return ReadResult{}, err
 	}
 	hw := p.log.HighWatermark()
-	res := ReadResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
-	rr, err := p.log.Read(offset, maxBytes, hw, minOneBatch)
+	res := ReadResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+		LastStableOffset: p.log.LastStableOffset()}
+	bound := hw
+	if iso == ReadCommitted {
+		bound = res.LastStableOffset
+	}
+	rr, err := p.log.Read(offset, maxBytes, bound, minOneBatch)
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {
 			return res, kerr.OffsetOutOfRange
@@ -152,7 +182,17 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentLeaderE
 		return res, err
 	}
 	res.ReadResult = rr
+	if iso == ReadCommitted && len(rr.Data) > 0 {
+		res.Aborted = p.log.AbortedTransactions(offset, rr.NextOffset)
+	}
 	return res, nil
+}
+
+// BeginTxnVerification starts the verification of a transactional
+// produce (storage.Log.BeginTxnVerification): the zero guard when the
+// producer's transaction is already open here at epoch.
+func (p *Partition) BeginTxnVerification(producerID int64, epoch int16) storage.VerificationGuard {
+	return p.log.BeginTxnVerification(producerID, epoch)
 }
 
 // FollowerFetch is one partition of a follower's fetch.

@@ -24,6 +24,13 @@ type OffsetLookup struct {
 // committed data: the latest offset is the HW and a timestamp lookup finds
 // nothing at or beyond it. A replica sees up to the log end.
 func (p *Partition) ListOffset(ts int64, currentLeaderEpoch int32, fromReplica bool) (OffsetLookup, error) {
+	return p.ListOffsetAt(ReadUncommitted, ts, currentLeaderEpoch, fromReplica)
+}
+
+// ListOffsetAt is ListOffset for a consumer at isolation level iso: a
+// read_committed one sees up to the last stable offset (Kafka's
+// lastFetchableOffset), the latest offset included.
+func (p *Partition) ListOffsetAt(iso Isolation, ts int64, currentLeaderEpoch int32, fromReplica bool) (OffsetLookup, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.role != RoleLeader {
@@ -33,8 +40,11 @@ func (p *Partition) ListOffset(ts int64, currentLeaderEpoch int32, fromReplica b
 		return OffsetLookup{}, err
 	}
 	end := p.log.HighWatermark()
-	if fromReplica {
+	switch {
+	case fromReplica:
 		end = p.log.LogEndOffset()
+	case iso == ReadCommitted:
+		end = p.log.LastStableOffset()
 	}
 	none := OffsetLookup{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
 	switch ts {
