@@ -2,7 +2,8 @@ package broker
 
 // ApiVersions (key 18), v0-v4.
 //
-// Lists the dispatch table. A request at a version newer than we know gets
+// Lists the dispatch table and, from v3, the supported and finalized
+// features (features.go). A request at a version newer than we know gets
 // the v0 answer with UNSUPPORTED_VERSION and the full list (KIP-511), so the
 // client can retry at a version we support. ApiVersions is answered before
 // anything else, on every listener.
@@ -28,5 +29,6 @@ func apiVersionsResponse(req *protocol.Request, d *dispatcher) kmsg.Response {
 		resp.ErrorCode = kerr.UnsupportedVersion.Code
 	}
 	resp.ApiKeys = d.apiVersionKeys()
+	addFeatures(resp)
 	return resp
 }

@@ -40,6 +40,7 @@ type Broker struct {
 	listeners map[string]net.Listener
 
 	groups      *groups                      // the group coordinator wired to this broker
+	txns        *txns                        // the transaction coordinator wired to this broker
 	image       atomic.Pointer[metadataView] // the latest applied image
 	producers   *producerIDs
 	imageReady  chan struct{} // closed once the first image is applied
@@ -64,6 +65,7 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b.dispatch = newDispatcher(b.apis())
 	b.metrics = newMetrics()
 	b.metrics.reg.MustRegister(newStateCollector(b))
+	b.metrics.reg.MustRegister(newTxnCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
 	return b
@@ -104,6 +106,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	ctrl.Subscribe(b.applySecurityImage)
 	b.server = protocol.NewServer(b.dispatch, b.serverOptions())
 	b.groups = newGroups(b)
+	b.txns = newTxns(b)
 	ctrl.Subscribe(b.applyImage)
 
 	// Register first: a broker outside the voters joins the quorum (and so
@@ -194,6 +197,9 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		b.stopSec()
 	}
 	b.wg.Wait()
+	if b.txns != nil {
+		b.txns.close()
+	}
 	if b.groups != nil {
 		b.groups.close()
 	}

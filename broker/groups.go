@@ -2,7 +2,6 @@ package broker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/broker/group"
 	"github.com/kbroker/kbroker/record"
@@ -25,34 +23,19 @@ const offsetsTopic = "__consumer_offsets"
 
 // groups connects the group coordinator to this broker: it feeds it the
 // __consumer_offsets partitions this broker leads (load on leadership,
-// unload on loss) in the order the images say, on one owned goroutine.
+// unload on loss) through coordinatorPartitions.
 type groups struct {
 	b     *Broker
 	coord *group.Coordinator
 	log   *slog.Logger
-
-	work chan groupTransition
-	stop chan struct{}
-	done chan struct{}
-
-	// led is the leader epoch of each __consumer_offsets partition this
-	// broker leads, as last sent to the coordinator; owned by applyImage's
-	// goroutine.
-	led map[int32]int32
+	parts *coordinatorPartitions
 
 	createMu sync.Mutex // one creation of the offsets topic at a time
 }
 
-type groupTransition struct {
-	partition int32
-	leader    bool
-	part      *replication.Partition
-}
-
 func newGroups(b *Broker) *groups {
 	cfg := b.cfg
-	g := &groups{b: b, log: b.logger.With("component", "groups"), work: make(chan groupTransition, 1024),
-		stop: make(chan struct{}), done: make(chan struct{}), led: map[int32]int32{}}
+	g := &groups{b: b, log: b.logger.With("component", "groups")}
 	g.coord = group.NewCoordinator(group.Options{
 		NumPartitions:                 cfg.OffsetsTopicNumPartitions,
 		MinSessionTimeout:             cfg.GroupMinSessionTimeout,
@@ -96,78 +79,21 @@ func newGroups(b *Broker) *groups {
 			return out
 		},
 	})
-	go g.run()
+	g.parts = newCoordinatorPartitions(b, offsetsTopic, g.log, func(idx, _ int32, part *replication.Partition) error {
+		return g.coord.BecomeLeader(idx, offsetsStore{p: part, now: b.now}, logRecords(part.Log()))
+	}, g.coord.Resign)
 	return g
 }
 
-// run applies leadership transitions one at a time: loading a partition
-// replays its records, which may take a while, and must not hold up the
-// metadata goroutine.
-func (g *groups) run() {
-	defer close(g.done)
-	for {
-		select {
-		case t := <-g.work:
-			if !t.leader {
-				g.coord.Resign(t.partition)
-				continue
-			}
-			start := time.Now()
-			store := offsetsStore{p: t.part, now: g.b.now}
-			if err := g.coord.BecomeLeader(t.partition, store, logRecords(t.part.Log())); err != nil {
-				g.log.Error("loading group coordinator partition failed", "partition", t.partition, "err", err)
-				continue
-			}
-			g.log.Info("group coordinator partition loaded", "partition", t.partition, "took", time.Since(start))
-		case <-g.stop:
-			return
-		}
-	}
-}
-
 func (g *groups) close() {
-	close(g.stop)
-	<-g.done
+	g.parts.close()
 	g.coord.Close()
 }
 
 // applyImage tells the coordinator about leadership changes of
 // __consumer_offsets partitions. Runs on the image goroutine after the
 // partitions' roles were applied.
-func (g *groups) applyImage(img *controller.Image) {
-	t, ok := img.Topics[offsetsTopic]
-	seen := map[int32]bool{}
-	if ok {
-		for _, p := range t.Partitions {
-			if p.Leader != g.b.cfg.NodeID {
-				continue
-			}
-			seen[p.Index] = true
-			if epoch, led := g.led[p.Index]; led && epoch == p.LeaderEpoch {
-				continue
-			}
-			part, held := g.b.replicas.Partition(offsetsTopic, p.Index)
-			if !held {
-				continue
-			}
-			g.led[p.Index] = p.LeaderEpoch
-			g.send(groupTransition{partition: p.Index, leader: true, part: part})
-		}
-	}
-	for idx := range g.led {
-		if !seen[idx] {
-			delete(g.led, idx)
-			g.send(groupTransition{partition: idx, leader: false})
-		}
-	}
-}
-
-func (g *groups) send(t groupTransition) {
-	select {
-	case g.work <- t:
-	case <-g.stop:
-	}
-}
+func (g *groups) applyImage(img *controller.Image) { g.parts.apply(img) }
 
 // offsetsStore writes the coordinator's records to its __consumer_offsets
 // partition with acks=all.
@@ -181,7 +107,18 @@ type offsetsStore struct {
 const appendTimeout = 5 * time.Second
 
 func (s offsetsStore) Append(ctx context.Context, records []group.Record) error {
-	info, err := s.p.AppendAsLeader([]record.Batch{encodeRecords(records, s.now().UnixMilli())}, -1, storage.AppendOptions{})
+	return s.append(ctx, encodeRecords(records, s.now().UnixMilli(), nil), storage.AppendOptions{})
+}
+
+// AppendTxn writes a TxnOffsetCommit's records in a transactional batch of
+// the producer (group.TxnStore), with the verification the broker made.
+func (s offsetsStore) AppendTxn(ctx context.Context, p group.TxnProducer, records []group.Record) error {
+	return s.append(ctx, encodeRecords(records, s.now().UnixMilli(), &p),
+		storage.AppendOptions{TxnVerification: storage.VerificationGuard(p.Verification), Coordinator: true})
+}
+
+func (s offsetsStore) append(ctx context.Context, b record.Batch, opts storage.AppendOptions) error {
+	info, err := s.p.AppendAsLeader([]record.Batch{b}, -1, opts)
 	if err != nil {
 		return err
 	}
@@ -193,77 +130,29 @@ func (s offsetsStore) Append(ctx context.Context, records []group.Record) error 
 // coordinatorFor finds the coordinator broker of a group, creating the
 // offsets topic on first use.
 func (b *Broker) coordinatorFor(ctx context.Context, key string, listener string) (int32, controller.Endpoint, error) {
-	img := b.view().img
-	t, ok := img.Topics[offsetsTopic]
+	t, ok := b.view().img.Topics[offsetsTopic]
 	if !ok {
 		if err := b.groups.createOffsetsTopic(ctx); err != nil {
 			b.logger.Warn("creating the offsets topic failed", "err", err)
 		}
 		return -1, controller.Endpoint{}, kerr.CoordinatorNotAvailable
 	}
-	p := group.PartitionFor(key, int32(len(t.Partitions)))
-	leader := t.Partitions[p].Leader
-	br, ok := img.Brokers[leader]
-	if leader < 0 || !ok || br.Fenced {
-		return -1, controller.Endpoint{}, kerr.CoordinatorNotAvailable
-	}
-	ep, ok := endpointFor(br, listener, b.cfg.InterBrokerListenerName)
-	if !ok {
-		return -1, controller.Endpoint{}, kerr.CoordinatorNotAvailable
-	}
-	return leader, ep, nil
+	return b.internalTopicLeader(t, group.PartitionFor(key, int32(len(t.Partitions))), listener)
 }
 
 // createOffsetsTopic creates __consumer_offsets as Kafka does on the first
-// FindCoordinator: offsets.topic.num.partitions partitions, compacted. The
-// replication factor is offsets.topic.replication.factor, lowered (with a
-// warning) only when the whole cluster has fewer brokers than that, so that
-// a single node works without set-up; a cluster with enough brokers but some
-// down waits for them, as Kafka does.
+// FindCoordinator: offsets.topic.num.partitions partitions, compacted,
+// offsets.topic.replication.factor replicas (see createInternalTopic).
 func (g *groups) createOffsetsTopic(ctx context.Context) error {
-	if !g.createMu.TryLock() {
-		return nil // another request is creating it
-	}
-	defer g.createMu.Unlock()
 	cfg := g.b.cfg
-	img := g.b.view().img
-	rf := cfg.OffsetsTopicReplicationFactor
-	if registered := int16(len(img.Brokers)); registered < rf {
-		g.log.Warn("offsets.topic.replication.factor is larger than the cluster; creating the offsets topic with fewer replicas",
-			"configured", rf, "brokers", registered)
-		rf = max(registered, 1)
-	}
-	live := 0
-	for _, br := range img.Brokers {
-		if !br.Fenced {
-			live++
-		}
-	}
-	if live < int(rf) {
-		return fmt.Errorf("%d live brokers, offsets.topic.replication.factor needs %d", live, rf)
-	}
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.SetVersion(7)
-	req.TimeoutMillis = 30000
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = offsetsTopic, cfg.OffsetsTopicNumPartitions, rf
-	for k, v := range map[string]string{
-		"cleanup.policy":   "compact",
-		"segment.bytes":    strconv.FormatInt(cfg.OffsetsTopicSegmentBytes, 10),
-		"compression.type": "producer",
-	} {
-		t.Configs = append(t.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: kmsg.StringPtr(v)})
-	}
-	req.Topics = append(req.Topics, t)
-	resp, err := g.b.ctrl.Forward(ctx, req)
-	if err != nil {
-		return err
-	}
-	if err := kerr.ErrorForCode(resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode); err != nil && err != kerr.TopicAlreadyExists {
-		return err
-	}
-	g.log.Info("created the offsets topic", "partitions", cfg.OffsetsTopicNumPartitions, "replication_factor", rf)
-	return nil
+	return g.b.createInternalTopic(ctx, &g.createMu, internalTopic{
+		name: offsetsTopic, partitions: cfg.OffsetsTopicNumPartitions, rf: cfg.OffsetsTopicReplicationFactor,
+		configs: map[string]string{
+			"cleanup.policy":   "compact",
+			"segment.bytes":    strconv.FormatInt(cfg.OffsetsTopicSegmentBytes, 10),
+			"compression.type": "producer",
+		},
+	})
 }
 
 // clientOf describes a request's client as the coordinator records it.

@@ -110,6 +110,9 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 	}
 	progress.done()
 	b.image.Store(view)
+	if b.txns != nil {
+		b.txns.applyImage(next)
+	}
 	if b.groups != nil {
 		b.groups.applyImage(next)
 	}

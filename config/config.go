@@ -146,9 +146,15 @@ type Config struct {
 
 	// Producers and transactions.
 
-	ProducerIDExpiration      time.Duration // producer.id.expiration.ms
-	TransactionMaxTimeout     time.Duration // transaction.max.timeout.ms
-	TransactionalIDExpiration time.Duration // transactional.id.expiration.ms
+	ProducerIDExpiration                    time.Duration // producer.id.expiration.ms
+	TransactionMaxTimeout                   time.Duration // transaction.max.timeout.ms
+	TransactionalIDExpiration               time.Duration // transactional.id.expiration.ms
+	TransactionStateLogNumPartitions        int32         // transaction.state.log.num.partitions
+	TransactionStateLogReplicationFactor    int16         // transaction.state.log.replication.factor
+	TransactionStateLogMinISR               int32         // transaction.state.log.min.isr
+	TransactionStateLogSegmentBytes         int64         // transaction.state.log.segment.bytes
+	TransactionAbortTimedOutCleanupInterval time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	TransactionRemoveExpiredCleanupInterval time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
 
 	// Connections and operations.
 

@@ -315,7 +315,8 @@ func (p *Partition) readForFollower(f FollowerFetch, epoch int32) (ReadResult, e
 	if p.leaderEpoch != epoch {
 		return ReadResult{}, kerr.NotLeaderForPartition
 	}
-	res := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	res := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+		LastStableOffset: p.log.LastStableOffset()}
 	rr, err := p.log.Read(f.FetchOffset, f.MaxBytes, res.LogEndOffset, f.MinOneBatch)
 	if err != nil {
 		if errors.Is(err, storage.ErrOffsetOutOfRange) {

@@ -84,6 +84,10 @@ type AppendOptions struct {
 	// allows a transactional batch to open a transaction
 	// (BeginTxnVerification); zero: none.
 	TxnVerification VerificationGuard
+	// Coordinator marks the group coordinator's transactional offset
+	// commits (Kafka's AppendOrigin.COORDINATOR): their producer epoch is
+	// checked, their sequence (none) is not.
+	Coordinator bool
 }
 
 // AppendInfo describes a successful append.
@@ -466,7 +470,7 @@ func (l *Log) appendAsLeader(batches []record.Batch, leaderEpoch int32, opt Appe
 	}
 	info := p.finish()
 	info.LogAppendTime = appendTime
-	upd, err := l.producers.checkLeaderAppend(&p, opt.TxnVerification)
+	upd, err := l.producers.checkLeaderAppend(&p, opt.TxnVerification, opt.Coordinator)
 	if err != nil {
 		return AppendInfo{}, false, err
 	}

@@ -145,7 +145,7 @@ func newProducerEntry(id int64) *ProducerEntry {
 // one of the last five of its producer returns a *DuplicateBatchError. The
 // headers carry final offsets; guard is the append's transaction
 // verification (producer_txn.go).
-func (m *producerStateManager) checkLeaderAppend(p *parsedAppend, guard VerificationGuard) (*producerUpdate, error) {
+func (m *producerStateManager) checkLeaderAppend(p *parsedAppend, guard VerificationGuard, coordinator bool) (*producerUpdate, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u := &producerUpdate{entries: map[int64]*ProducerEntry{}}
@@ -168,9 +168,15 @@ func (m *producerStateManager) checkLeaderAppend(p *parsedAppend, guard Verifica
 			}
 		}
 		var err error
-		if h.IsControl() {
+		switch {
+		case h.IsControl():
 			err = u.checkMarker(updated, h, p.markerAt(i))
-		} else if err = checkSequence(current, updated, h); err == nil {
+		case coordinator:
+			err = checkEpoch(updated, h)
+		default:
+			err = checkSequence(current, updated, h)
+		}
+		if err == nil && !h.IsControl() {
 			err = m.checkTxnData(u, updated, h, guard)
 		}
 		if err != nil {
@@ -186,12 +192,8 @@ func (m *producerStateManager) checkLeaderAppend(p *parsedAppend, guard Verifica
 // committed entry (nil for an unknown producer), updated includes earlier
 // batches of the same append.
 func checkSequence(current, updated *ProducerEntry, h record.BatchHeader) error {
-	if h.ProducerEpoch < updated.Epoch {
-		return fmt.Errorf("%w: producer %d epoch %d is older than current epoch %d",
-			ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, updated.Epoch)
-	}
-	if h.IsControl() {
-		return nil
+	if err := checkEpoch(updated, h); err != nil {
+		return err
 	}
 	if h.ProducerEpoch != updated.Epoch {
 		if h.BaseSequence != 0 && updated.Epoch != -1 {
@@ -208,6 +210,16 @@ func checkSequence(current, updated *ProducerEntry, h record.BatchHeader) error 
 	if last := updated.LastSeq(); !inSequence(last, h.BaseSequence) {
 		return fmt.Errorf("%w: producer %d epoch %d: sequence %d after %d",
 			ErrOutOfOrderSequence, h.ProducerID, h.ProducerEpoch, h.BaseSequence, last)
+	}
+	return nil
+}
+
+// checkEpoch refuses a batch of an older producer epoch than the
+// producer's (Kafka's checkProducerEpoch).
+func checkEpoch(updated *ProducerEntry, h record.BatchHeader) error {
+	if h.ProducerEpoch < updated.Epoch {
+		return fmt.Errorf("%w: producer %d epoch %d is older than current epoch %d",
+			ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, updated.Epoch)
 	}
 	return nil
 }

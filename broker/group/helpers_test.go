@@ -37,6 +37,35 @@ func (s *memStore) Append(ctx context.Context, recs []Record) error {
 	return nil
 }
 
+// AppendTxn makes memStore a TxnStore: the records carry their producer,
+// as a replay reads them.
+func (s *memStore) AppendTxn(ctx context.Context, p TxnProducer, recs []Record) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failErr != nil {
+		return s.failErr
+	}
+	s.appends++
+	for _, r := range recs {
+		s.records = append(s.records, Record{Key: slices.Clone(r.Key), Value: slices.Clone(r.Value), Transactional: true, ProducerID: p.ID})
+	}
+	return nil
+}
+
+// mark appends a transaction marker of producer pid.
+func (s *memStore) mark(pid int64, commit bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := AbortMarker
+	if commit {
+		m = CommitMarker
+	}
+	s.records = append(s.records, Record{ProducerID: pid, Marker: m})
+}
+
 func (s *memStore) fail(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -51,7 +80,8 @@ func (s *memStore) snapshot() []Record {
 
 func seqOf(recs []Record) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		for _, r := range recs {
+		for i, r := range recs {
+			r.Offset = int64(i)
 			if !yield(r, nil) {
 				return
 			}
