@@ -58,7 +58,9 @@ func (b *Broker) handleTxnOffsetCommit(_ context.Context, req *protocol.Request)
 // txnOffsetCommit verifies the group's partition with the transaction
 // coordinator, then hands the commit to the group coordinator.
 func (b *Broker) txnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
-	all := func(code int16) *kmsg.TxnOffsetCommitResponse { return txnCommitAnswer(r, func(string) int16 { return code }) }
+	all := func(code int16) *kmsg.TxnOffsetCommitResponse {
+		return txnCommitAnswer(r, func(string) int16 { return code })
+	}
 	if r.Group == "" {
 		return all(kerr.InvalidGroupID.Code)
 	}

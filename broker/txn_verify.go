@@ -106,7 +106,7 @@ func verifyRequest(id string, pid int64, epoch int16, tps []txn.TopicPartition, 
 // Produce versions that decide how verification errors are answered
 // (Kafka's AddPartitionsToTxnManager.produceRequestVersionToTransactionSupportedOperation).
 const (
-	lastDefaultErrorProduceVersion = 10 // TRANSACTION_ABORTABLE unknown to the client
+	lastDefaultErrorProduceVersion  = 10 // TRANSACTION_ABORTABLE unknown to the client
 	firstAddPartitionProduceVersion = 12 // transaction version 2: the broker adds the partition
 )
 

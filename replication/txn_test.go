@@ -53,8 +53,8 @@ func TestReadCommittedAcrossLeaderChange(t *testing.T) {
 	}
 	_, err = l.p.AppendAsLeader(batch(2), 1, storage.AppendOptions{}) // 0-1
 	must(err)
-	appendTxn(7, 0, 2) // 2-3: aborted below
-	appendTxn(8, 0, 1) // 4: still open at the end
+	appendTxn(7, 0, 2)                                                        // 2-3: aborted below
+	appendTxn(8, 0, 1)                                                        // 4: still open at the end
 	_, err = l.p.AppendAsLeader(marker(7, false), 1, storage.AppendOptions{}) // 5
 	must(err)
 	for range 3 { // the follower copies everything and reports its LEO
