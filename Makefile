@@ -20,7 +20,7 @@ SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPl
 	FuzzExchange:./security/sasl/scram FuzzClientMessage:./security/sasl/oauthbearer FuzzDecrypt:./security/pkcs8 \
 	FuzzSaslRequests:./security/session
 
-.PHONY: all build run test unit compat compat-kgo-secure fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
+.PHONY: all build run test unit compat compat-kgo-secure compat-kgo-txn fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -57,6 +57,14 @@ compat: build
 compat-kgo-secure: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_KGO_SECURE=1 KBROKER_KGO_RUN='$(KBROKER_KGO_RUN)' \
 		$(GO) test -count=1 -v -timeout 45m -run '^TestKgoSuiteSecure$$' ./compat-tests/
+
+# franz-go's own pkg/kgo suite (from the module cache) against 3 plaintext
+# brokers at RF=3, transactions included (TestTxnEtl, KGO_TEST_UNSAFE=1;
+# issue 14); prints pass/fail/skip counts. Minutes. KBROKER_KGO_RUN=regexp
+# picks tests, KGO_TEST_RECORDS shortens TestTxnEtl.
+compat-kgo-txn: build
+	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_KGO_TXN=1 KBROKER_KGO_RUN='$(KBROKER_KGO_RUN)' KGO_TEST_RECORDS='$(KGO_TEST_RECORDS)' \
+		$(GO) test -count=1 -v -timeout 60m -run '^TestKgoSuiteTxn$$' ./compat-tests/
 
 # The fault-injection suite (compat-tests/chaos): every nemesis, minutes.
 # Replay a run with CHAOS_SEED=N (the seed each scenario prints); pick tests
