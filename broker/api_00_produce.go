@@ -179,7 +179,8 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 		opts.Now = b.now()
 	}
 	if h := batch.Header(); h.IsTransactional() {
-		if opts.TxnVerification = part.BeginTxnVerification(h.ProducerID, h.ProducerEpoch); opts.TxnVerification != 0 {
+		tv2 := pt.version >= firstAddPartitionProduceVersion
+		if opts.TxnVerification = part.BeginTxnVerification(h.ProducerID, h.ProducerEpoch, tv2); opts.TxnVerification != 0 {
 			pt.deferred = append(pt.deferred, deferredAppend{topic: topic, part: part, batch: batch.Clone(), opts: opts, pr: pr})
 			return nil, 0
 		}

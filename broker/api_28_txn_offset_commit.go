@@ -69,7 +69,7 @@ func (b *Broker) txnOffsetCommit(ctx context.Context, r *kmsg.TxnOffsetCommitReq
 	if code != 0 {
 		return all(kerr.NotCoordinator.Code)
 	}
-	guard := part.BeginTxnVerification(r.ProducerID, r.ProducerEpoch)
+	guard := part.BeginTxnVerification(r.ProducerID, r.ProducerEpoch, r.Version >= 5)
 	if guard != 0 {
 		tp := txn.TopicPartition{Topic: offsetsTopic, Partition: idx}
 		got := b.verifyTxn(ctx, r.TransactionalID, r.ProducerID, r.ProducerEpoch, []txn.TopicPartition{tp}, r.Version >= 5)

@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,8 +29,32 @@ const verifyTimeout = 10 * time.Second
 // verifyTxn asks the coordinator of id about tps for producer pid at
 // epoch (add: add them, transaction version 2). It returns the
 // coordinator's code per partition; a coordinator that cannot be reached
-// answers COORDINATOR_NOT_AVAILABLE or NETWORK_EXCEPTION for all.
+// answers COORDINATOR_NOT_AVAILABLE or NETWORK_EXCEPTION for all. An add
+// that meets CONCURRENT_TRANSACTIONS (the producer's previous transaction
+// still writing its markers: a transaction version 2 client starts the
+// next one at once) is asked again every add.partitions.to.txn.retry.backoff.ms
+// for up to add.partitions.to.txn.retry.backoff.max.ms, as Kafka's leaders
+// do, before the client gets it.
 func (b *Broker) verifyTxn(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, add bool) map[txn.TopicPartition]int16 {
+	deadline := time.Now().Add(b.cfg.AddPartitionsToTxnRetryBackoffMax)
+	for {
+		codes := b.verifyTxnOnce(ctx, id, pid, epoch, tps, add)
+		if !add || !slices.Contains(slices.Collect(maps.Values(codes)), kerr.ConcurrentTransactions.Code) ||
+			time.Now().Add(b.cfg.AddPartitionsToTxnRetryBackoff).After(deadline) {
+			return codes
+		}
+		timer := time.NewTimer(b.cfg.AddPartitionsToTxnRetryBackoff)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return codes
+		}
+	}
+}
+
+// verifyTxnOnce is one round of verifyTxn.
+func (b *Broker) verifyTxnOnce(ctx context.Context, id string, pid int64, epoch int16, tps []txn.TopicPartition, add bool) map[txn.TopicPartition]int16 {
 	all := func(code int16) map[txn.TopicPartition]int16 {
 		out := make(map[txn.TopicPartition]int16, len(tps))
 		for _, tp := range tps {

@@ -34,7 +34,8 @@ func produceTxn(ctx context.Context, cl *kgo.Client, topic string, values []stri
 }
 
 // readValues reads topic from the start until it has want records (or d
-// passes: then it reports what it got) at the isolation level given.
+// passes: then it reports what it got) at the isolation level given, and
+// then for another second: a record beyond want is a duplicate.
 func readValues(t *testing.T, seeds []string, topic string, want int, d time.Duration, committed bool) []string {
 	t.Helper()
 	iso := kgo.ReadUncommitted()
@@ -45,10 +46,16 @@ func readValues(t *testing.T, seeds []string, topic string, want int, d time.Dur
 		kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(200*time.Millisecond))
 	ctx := ctxTimeout(t, d)
 	var out []string
-	for len(out) < want && ctx.Err() == nil {
-		fs := cl.PollFetches(ctx)
+	extra := ctx
+	for ctx.Err() == nil && extra.Err() == nil {
+		if len(out) >= want && extra == ctx {
+			var cancel context.CancelFunc
+			extra, cancel = context.WithTimeout(ctx, time.Second)
+			defer cancel()
+		}
+		fs := cl.PollFetches(extra)
 		fs.EachError(func(topic string, p int32, err error) {
-			if ctx.Err() == nil && !kerr.IsRetriable(err) {
+			if extra.Err() == nil && !kerr.IsRetriable(err) {
 				t.Fatalf("fetch %s-%d: %v", topic, p, err)
 			}
 		})
@@ -70,7 +77,7 @@ func TestTxnCommitAbortSingleNode(t *testing.T) {
 	must(t, produceTxn(ctx, cl, topic, values("a1-", 10), false), "aborted transaction")
 	must(t, produceTxn(ctx, cl, topic, values("c2-", 10), true), "second transaction")
 
-	got := readValues(t, tg.seeds, topic, 21, 5*time.Second, true)
+	got := readValues(t, tg.seeds, topic, 20, 20*time.Second, true)
 	if len(got) != 20 {
 		t.Fatalf("read_committed got %d records, want 20: %v", len(got), got)
 	}

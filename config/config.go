@@ -155,6 +155,8 @@ type Config struct {
 	TransactionStateLogSegmentBytes         int64         // transaction.state.log.segment.bytes
 	TransactionAbortTimedOutCleanupInterval time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
 	TransactionRemoveExpiredCleanupInterval time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
+	AddPartitionsToTxnRetryBackoff          time.Duration // add.partitions.to.txn.retry.backoff.ms
+	AddPartitionsToTxnRetryBackoffMax       time.Duration // add.partitions.to.txn.retry.backoff.max.ms
 
 	// Connections and operations.
 

@@ -469,6 +469,12 @@ var keyTable = []Key{
 	{Name: "transaction.remove.expired.transaction.cleanup.interval.ms", Type: TypeInt, Default: "3600000", check: atLeast(1),
 		field: func(c *Config) any { return &c.TransactionRemoveExpiredCleanupInterval },
 		Doc:   "How often the coordinator removes transactional ids idle longer than transactional.id.expiration.ms."},
+	{Name: "add.partitions.to.txn.retry.backoff.ms", Type: TypeInt, Default: "20", check: atLeast(1),
+		field: func(c *Config) any { return &c.AddPartitionsToTxnRetryBackoff },
+		Doc:   "How long a partition leader waits before asking the coordinator again to add a partition to a transaction whose previous one is still completing (CONCURRENT_TRANSACTIONS, transaction version 2)."},
+	{Name: "add.partitions.to.txn.retry.backoff.max.ms", Type: TypeInt, Default: "100", check: atLeast(0),
+		field: func(c *Config) any { return &c.AddPartitionsToTxnRetryBackoffMax },
+		Doc:   "How long in all a partition leader retries adding a partition before it answers CONCURRENT_TRANSACTIONS."},
 
 	// Connections and operations.
 	{Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", check: atLeast(1),

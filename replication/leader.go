@@ -191,8 +191,8 @@ func (p *Partition) ReadForConsumerAt(iso Isolation, offset int64, maxBytes int3
 // BeginTxnVerification starts the verification of a transactional
 // produce (storage.Log.BeginTxnVerification): the zero guard when the
 // producer's transaction is already open here at epoch.
-func (p *Partition) BeginTxnVerification(producerID int64, epoch int16) storage.VerificationGuard {
-	return p.log.BeginTxnVerification(producerID, epoch)
+func (p *Partition) BeginTxnVerification(producerID int64, epoch int16, epochBump bool) storage.VerificationGuard {
+	return p.log.BeginTxnVerification(producerID, epoch, epochBump)
 }
 
 // FollowerFetch is one partition of a follower's fetch.

@@ -51,7 +51,7 @@ type ReplicaLog interface {
 	// needs (storage's producer_txn.go has the rules).
 	LastStableOffset() int64
 	AbortedTransactions(from, upTo int64) []storage.AbortedTxn
-	BeginTxnVerification(producerID int64, epoch int16) storage.VerificationGuard
+	BeginTxnVerification(producerID int64, epoch int16, epochBump bool) storage.VerificationGuard
 }
 
 var _ ReplicaLog = (*storage.Log)(nil)

@@ -47,7 +47,7 @@ func TestReadCommittedAcrossLeaderChange(t *testing.T) {
 
 	appendTxn := func(pid int64, seq int32, n int) {
 		t.Helper()
-		guard := l.p.BeginTxnVerification(pid, 0)
+		guard := l.p.BeginTxnVerification(pid, 0, false)
 		_, err := l.p.AppendAsLeader(txnBatch(pid, seq, n), 1, storage.AppendOptions{TxnVerification: guard})
 		must(err)
 	}

@@ -17,7 +17,7 @@ func txnBatch(pid int64, seq int32, recs ...kv) kvBatch {
 
 func appendTxnBatch(t *testing.T, l *Log, b kvBatch) {
 	t.Helper()
-	guard := l.BeginTxnVerification(b.pid, b.epoch)
+	guard := l.BeginTxnVerification(b.pid, b.epoch, false)
 	if _, err := l.AppendAsLeader(leaderBatches(t, b.build(t)), 0, AppendOptions{TxnVerification: guard}); err != nil {
 		t.Fatalf("transactional append: %v", err)
 	}

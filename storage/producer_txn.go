@@ -82,8 +82,24 @@ type txnState struct {
 type verification struct {
 	guard VerificationGuard
 	epoch int16
+	// epochBump: transaction version 2, where the coordinator bumps the
+	// epoch with every transaction's markers.
+	epochBump bool
 	// since is the producer's last timestamp then (ms), for expiry.
 	since int64
+}
+
+// markerSeen spends the verification of producer id that a marker of
+// epoch ends (Kafka's UnifiedLog.updateProducers): every one, except a
+// transaction version 2 verification of that very epoch, which belongs to
+// the producer's next transaction (its previous transaction's markers
+// carry the bumped epoch and may land while the next is verified; an
+// abort by the coordinator bumps the epoch once more). Must be called
+// with producerStateManager.mu held.
+func (t *txnState) markerSeen(id int64, epoch int16) {
+	if v, ok := t.verifying[id]; ok && !(v.epochBump && v.epoch == epoch) {
+		delete(t.verifying, id)
+	}
 }
 
 func newTxnState() txnState {
@@ -161,7 +177,7 @@ func (u *producerUpdate) checkMarker(updated *ProducerEntry, h record.BatchHeade
 	if t, ok := endTxn(updated, h, marker); ok {
 		u.completed = append(u.completed, t)
 	}
-	u.ended = append(u.ended, h.ProducerID)
+	u.ended = append(u.ended, producerEpoch{h.ProducerID, h.ProducerEpoch})
 	return nil
 }
 
@@ -219,8 +235,9 @@ func replicateTxn(e *ProducerEntry, h record.BatchHeader, marker *record.EndTxnM
 // epoch (nothing to verify), else the guard the append must carry once
 // the coordinator has confirmed that this partition is in the
 // transaction. Concurrent appends of the same producer and epoch share a
-// guard; a newer epoch replaces it.
-func (l *Log) BeginTxnVerification(id int64, epoch int16) VerificationGuard {
+// guard; a newer epoch replaces it. epochBump says the producer speaks
+// transaction version 2 (see markerSeen).
+func (l *Log) BeginTxnVerification(id int64, epoch int16, epochBump bool) VerificationGuard {
 	m := l.producers
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -232,7 +249,7 @@ func (l *Log) BeginTxnVerification(id int64, epoch int16) VerificationGuard {
 		return v.guard
 	}
 	m.txns.nextGuard++
-	v := verification{guard: m.txns.nextGuard, epoch: epoch, since: l.now().UnixMilli()}
+	v := verification{guard: m.txns.nextGuard, epoch: epoch, epochBump: epochBump, since: l.now().UnixMilli()}
 	m.txns.verifying[id] = v
 	return v.guard
 }

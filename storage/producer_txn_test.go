@@ -16,7 +16,7 @@ import (
 // coordinator.
 func txnProduce(t *testing.T, l *Log, pid int64, epoch int16, seq int32, n int) AppendInfo {
 	t.Helper()
-	info, err := txnAppend(t, l, pid, epoch, seq, n, l.BeginTxnVerification(pid, epoch))
+	info, err := txnAppend(t, l, pid, epoch, seq, n, l.BeginTxnVerification(pid, epoch, false))
 	if err != nil {
 		t.Fatalf("transactional append of producer %d: %v", pid, err)
 	}
@@ -105,8 +105,8 @@ func TestTxnVerification(t *testing.T) {
 	if _, err := txnAppend(t, l, 1, 0, 0, 1, 0); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("unverified transactional batch: %v", err)
 	}
-	guard := l.BeginTxnVerification(1, 0)
-	if guard == 0 || l.BeginTxnVerification(1, 0) != guard {
+	guard := l.BeginTxnVerification(1, 0, false)
+	if guard == 0 || l.BeginTxnVerification(1, 0, false) != guard {
 		t.Fatal("concurrent verifications of one producer and epoch share a guard")
 	}
 	if _, err := txnAppend(t, l, 1, 0, 0, 1, guard+1); !errors.Is(err, ErrInvalidTxnState) {
@@ -119,7 +119,7 @@ func TestTxnVerification(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Open: no verification needed, and none given.
-	if g := l.BeginTxnVerification(1, 0); g != 0 {
+	if g := l.BeginTxnVerification(1, 0, false); g != 0 {
 		t.Fatalf("open transaction needs no verification, got guard %d", g)
 	}
 	if _, err := txnAppend(t, l, 1, 0, 1, 1, 0); err != nil {
@@ -131,14 +131,14 @@ func TestTxnVerification(t *testing.T) {
 	// A verification spent by a marker (the transaction aborted by its
 	// timeout between the check and the append) refuses the append.
 	mustEndTxn(t, l, 1, 0, false)
-	guard = l.BeginTxnVerification(1, 0)
+	guard = l.BeginTxnVerification(1, 0, false)
 	mustEndTxn(t, l, 1, 0, false) // a marker with nothing open still ends the verification
 	if _, err := txnAppend(t, l, 1, 0, 2, 1, guard); !errors.Is(err, ErrInvalidTxnState) {
 		t.Fatalf("append after its verification was spent: %v", err)
 	}
 	// A newer epoch needs its own.
-	old := l.BeginTxnVerification(1, 0)
-	if g := l.BeginTxnVerification(1, 1); g == old {
+	old := l.BeginTxnVerification(1, 0, false)
+	if g := l.BeginTxnVerification(1, 1, false); g == old {
 		t.Fatal("a new epoch reused the old epoch's guard")
 	}
 }
@@ -170,7 +170,7 @@ func TestTxnMarkerChecks(t *testing.T) {
 	if _, err := appendMarker(t, l, 1, 4, false, 6); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := txnAppend(t, l, 1, 3, 2, 1, l.BeginTxnVerification(1, 3)); !errors.Is(err, ErrInvalidProducerEpoch) {
+	if _, err := txnAppend(t, l, 1, 3, 2, 1, l.BeginTxnVerification(1, 3, false)); !errors.Is(err, ErrInvalidProducerEpoch) {
 		t.Fatalf("zombie append: %v", err)
 	}
 	// Control batches from anything but a marker are refused on the leader.
@@ -351,4 +351,36 @@ func TestTxnTruncateAndFollow(t *testing.T) {
 		t.Fatalf("txnindex after truncation: %+v", got)
 	}
 	checkLSO(t, follower, 0)
+}
+
+// Transaction version 2 (KIP-890 part 2): the markers of a transaction
+// carry the bumped epoch, the next transaction's; they may land while the
+// next transaction's first batch is being verified, and must not spend that
+// verification. A marker of a later epoch (the coordinator aborted and
+// fenced) does.
+func TestTxnVerificationEpochBump(t *testing.T) {
+	e := newTestEnv(t)
+	l := e.open(smallConfig(), LogState{})
+	defer l.Close()
+
+	txnProduce(t, l, 1, 0, 0, 1)
+	next := l.BeginTxnVerification(1, 1, true) // the next transaction, epoch 1
+	mustEndTxn(t, l, 1, 1, true)               // the previous one's commit, bumped to epoch 1
+	if _, err := txnAppend(t, l, 1, 1, 0, 1, next); err != nil {
+		t.Fatalf("next transaction after its predecessor's marker: %v", err)
+	}
+	mustEndTxn(t, l, 1, 2, true)
+
+	// Without the epoch bump (transaction version 0/1) the same marker
+	// spends it; with a later epoch too.
+	old := l.BeginTxnVerification(1, 3, false)
+	mustEndTxn(t, l, 1, 3, false)
+	if _, err := txnAppend(t, l, 1, 3, 0, 1, old); !errors.Is(err, ErrInvalidTxnState) {
+		t.Fatalf("transaction version 0 verification after a marker: %v", err)
+	}
+	fenced := l.BeginTxnVerification(1, 4, true)
+	mustEndTxn(t, l, 1, 5, false)
+	if _, err := txnAppend(t, l, 1, 4, 0, 1, fenced); err == nil {
+		t.Fatal("a verification survived a marker of a later epoch")
+	}
 }

@@ -128,10 +128,17 @@ func newProducerStateManager(dir string) *producerStateManager {
 type producerUpdate struct {
 	entries map[int64]*ProducerEntry // copies with the new batches added
 	// completed are the transactions the append's markers end, in order;
-	// started and ended name the producers whose transaction began or
-	// ended (their verifications are spent).
-	completed      []completedTxn
-	started, ended []int64
+	// started names the producers whose transaction began, ended the
+	// markers' producers and epochs: their verifications are spent.
+	completed []completedTxn
+	started   []int64
+	ended     []producerEpoch
+}
+
+// producerEpoch is a producer id and epoch.
+type producerEpoch struct {
+	id    int64
+	epoch int16
 }
 
 func newProducerEntry(id int64) *ProducerEntry {
@@ -243,8 +250,8 @@ func (m *producerStateManager) apply(u *producerUpdate) []completedTxn {
 	for _, id := range u.started {
 		delete(m.txns.verifying, id)
 	}
-	for _, id := range u.ended {
-		delete(m.txns.verifying, id)
+	for _, e := range u.ended {
+		m.txns.markerSeen(e.id, e.epoch)
 	}
 	return u.completed
 }
@@ -266,8 +273,8 @@ func (m *producerStateManager) update(h record.BatchHeader, marker *record.EndTx
 	t, done := replicateTxn(e, h, marker)
 	e.addBatch(h)
 	m.putLocked(h.ProducerID, e)
-	if done || marker != nil {
-		delete(m.txns.verifying, h.ProducerID)
+	if h.IsControl() {
+		m.txns.markerSeen(h.ProducerID, h.ProducerEpoch)
 	}
 	return t, done
 }
