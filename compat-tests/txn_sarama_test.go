@@ -119,4 +119,3 @@ func saramaReadCommitted(t *testing.T, seeds []string, topic string, partitions 
 		}
 	}
 }
-
