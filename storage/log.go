@@ -477,7 +477,7 @@ func (l *Log) appendAsLeader(batches []record.Batch, leaderEpoch int32, opt Appe
 	if err := l.writeLocked(buf, &p, now); err != nil {
 		return AppendInfo{}, false, err
 	}
-	failErr := l.completeTxnsLocked(l.activeLocked(), l.producers.apply(upd))
+	failErr := l.indexTxnsLocked(l.activeLocked(), l.producers.apply(upd))
 	if leaderEpoch > l.epochs.LatestEpoch() {
 		failErr = errors.Join(failErr, l.epochs.Assign(leaderEpoch, info.FirstOffset))
 	}

@@ -62,6 +62,9 @@ type completedTxn struct {
 	firstOffset int64
 	lastOffset  int64 // the marker's offset
 	aborted     bool
+	// lastStableOffset is the LSO its index entry records, set when it is
+	// completed.
+	lastStableOffset int64
 }
 
 // txnState is the part of producerStateManager that derives from the
@@ -254,13 +257,12 @@ func (l *Log) BeginTxnVerification(id int64, epoch int16, epochBump bool) Verifi
 	return v.guard
 }
 
-// completeTxn moves t to the unreplicated transactions and returns the
+// completeTxnLocked moves t to the unreplicated transactions and sets the
 // last stable offset to index it with (Kafka's lastStableOffset(
 // completedTxn)): the first offset of the earliest open transaction of
-// another producer, or the offset after t's marker.
-func (m *producerStateManager) completeTxn(t completedTxn) int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+// another producer, or the offset after t's marker. Must be called with mu
+// held, in the critical section that closed t's producer entry.
+func (m *producerStateManager) completeTxnLocked(t *completedTxn) {
 	lso := t.lastOffset + 1
 	first := int64(math.MaxInt64)
 	for id, off := range m.txns.ongoing {
@@ -271,8 +273,8 @@ func (m *producerStateManager) completeTxn(t completedTxn) int64 {
 	if first != math.MaxInt64 {
 		lso = first
 	}
-	m.txns.unreplicated = append(m.txns.unreplicated, t)
-	return lso
+	t.lastStableOffset = lso
+	m.txns.unreplicated = append(m.txns.unreplicated, *t)
 }
 
 // firstUnstableOffset is the first offset of the earliest open or
@@ -347,17 +349,16 @@ func (l *Log) FirstUnstableOffset() (int64, bool) {
 // on the partition.
 func (l *Log) OpenTransactions() int { return l.producers.openTransactions() }
 
-// completeTxnsLocked indexes and completes the transactions an append's
-// markers ended, in order; seg holds the markers. Must be called with
-// appendMu held.
-func (l *Log) completeTxnsLocked(seg *segment, done []completedTxn) error {
+// indexTxnsLocked writes the aborted transactions of an append's
+// completed ones, in order, to seg's transaction index (seg holds their
+// markers). Must be called with appendMu held.
+func (l *Log) indexTxnsLocked(seg *segment, done []completedTxn) error {
 	for _, t := range done {
-		lso := l.producers.completeTxn(t)
 		if !t.aborted {
 			continue
 		}
 		if err := seg.txn.append(AbortedTxn{ProducerID: t.producerID, FirstOffset: t.firstOffset,
-			LastOffset: t.lastOffset, LastStableOffset: lso}); err != nil {
+			LastOffset: t.lastOffset, LastStableOffset: t.lastStableOffset}); err != nil {
 			return err
 		}
 	}
@@ -370,7 +371,7 @@ func (l *Log) completeTxnsLocked(seg *segment, done []completedTxn) error {
 func (l *Log) replicateBatchesLocked(seg *segment, p *parsedAppend) error {
 	for i, h := range p.headers {
 		if t, ok := l.producers.update(h, p.markerAt(i)); ok {
-			if err := l.completeTxnsLocked(seg, []completedTxn{t}); err != nil {
+			if err := l.indexTxnsLocked(seg, []completedTxn{t}); err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -382,5 +383,40 @@ func TestTxnVerificationEpochBump(t *testing.T) {
 	mustEndTxn(t, l, 1, 5, false)
 	if _, err := txnAppend(t, l, 1, 4, 0, 1, fenced); err == nil {
 		t.Fatal("a verification survived a marker of a later epoch")
+	}
+}
+
+// The LSO never moves back, even read while markers complete transactions
+// (a reader must never see a transaction neither open nor completed; the
+// chaos suite caught that once).
+func TestTxnLastStableOffsetMonotonic(t *testing.T) {
+	e := newTestEnv(t)
+	l := e.open(smallConfig(), LogState{})
+	defer l.Close()
+	done := make(chan struct{})
+	var backs []string
+	go func() {
+		defer close(done)
+		last := int64(0)
+		for l.LogEndOffset() < 600 {
+			if lso := l.LastStableOffset(); lso < last {
+				backs = append(backs, fmt.Sprintf("%d -> %d", last, lso))
+			} else {
+				last = lso
+			}
+		}
+	}()
+	// Producer 1's transactions stay open across producer 2's commits:
+	// each of producer 2's markers ends a transaction while the HW is
+	// past it, which must never uncover producer 1's.
+	for i := 0; l.LogEndOffset() < 600; i++ {
+		pid := int64(1 + i%2)
+		txnProduce(t, l, pid, 0, int32(i/2), 1)
+		l.SetHighWatermark(l.LogEndOffset())
+		mustEndTxn(t, l, pid, 0, i%3 != 0)
+	}
+	<-done
+	if len(backs) > 0 {
+		t.Fatalf("the LSO moved back %d times: %v", len(backs), backs[:min(5, len(backs))])
 	}
 }

@@ -235,9 +235,10 @@ func inSequence(last, next int32) bool {
 	return int64(next) == int64(last)+1 || (next == 0 && last == math.MaxInt32)
 }
 
-// apply installs the entries of a checked append and returns the
-// transactions its markers completed, for the log to index and complete
-// (completeTxn) in that order.
+// apply installs the entries of a checked append and completes the
+// transactions its markers ended (completeTxnLocked: in the same critical
+// section, so that no reader of the LSO sees a transaction neither open nor
+// completed), returning them for the log to index.
 func (m *producerStateManager) apply(u *producerUpdate) []completedTxn {
 	if u == nil || len(u.entries) == 0 {
 		return nil
@@ -252,6 +253,9 @@ func (m *producerStateManager) apply(u *producerUpdate) []completedTxn {
 	}
 	for _, e := range u.ended {
 		m.txns.markerSeen(e.id, e.epoch)
+	}
+	for i := range u.completed {
+		m.completeTxnLocked(&u.completed[i])
 	}
 	return u.completed
 }
@@ -275,6 +279,9 @@ func (m *producerStateManager) update(h record.BatchHeader, marker *record.EndTx
 	m.putLocked(h.ProducerID, e)
 	if h.IsControl() {
 		m.txns.markerSeen(h.ProducerID, h.ProducerEpoch)
+	}
+	if done {
+		m.completeTxnLocked(&t)
 	}
 	return t, done
 }

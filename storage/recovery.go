@@ -646,7 +646,7 @@ func (l *Log) rebuildProducerStateLocked(upTo, replayFrom int64) error {
 	err = l.scanBatchesLocked(from, upTo, func(s *segment, h record.BatchHeader, batch []byte) {
 		marker, _ := parseMarker(h, batch) // the leader checked it; unreadable: no effect
 		if t, ok := l.producers.update(h, marker); ok {
-			txnErr = errors.Join(txnErr, l.completeTxnsLocked(s, []completedTxn{t}))
+			txnErr = errors.Join(txnErr, l.indexTxnsLocked(s, []completedTxn{t}))
 		}
 	})
 	if err = errors.Join(err, txnErr); err != nil {
