@@ -61,7 +61,7 @@ var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1":
 
 // capFollows are the caps that follow another's unless given, so that the
 // runs compared with each other have equal volumes.
-var capFollows = map[string]string{"w2-acks1": "w2", "conn-idle": "conn-one", "conn-many": "conn-one"}
+var capFollows = map[string]string{"w2-acks1": "w2", "w2-txn": "w2", "conn-idle": "conn-one", "conn-many": "conn-one"}
 
 // parseCaps reads "w1=N,w2=N,..." over the defaults; a cap of capFollows
 // follows its leader's unless given.
@@ -115,6 +115,8 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 		Linger: 10 * time.Millisecond, Mode: "produce"}
 	acks1 := w2
 	acks1.Topic, acks1.Acks, acks1.Idempotent = "w2-acks1", "1", false
+	txn := w2 // issue 14: w2 in transactions committed every 100 ms
+	txn.Topic, txn.CommitEvery = "w2-txn", 100*time.Millisecond
 	w4 := w2
 	w4.Topic, w4.Rate, w4.Linger, w4.Mode = "w4", 5000, 0, "e2e"
 	ws := map[string]workload{
@@ -123,6 +125,9 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 		"w2":       {name: "w2", brokers: 3, load: w2},
 		"w3":       {name: "w3", brokers: 3, reads: "w2", load: loadConfig{Topic: "w2", Mode: "consume"}},
 		"w2-acks1": {name: "w2-acks1", brokers: 3, load: acks1},
+		"w2-txn":   {name: "w2-txn", brokers: 3, load: txn},
+		"w3-txn":   {name: "w3-txn", brokers: 3, reads: "w2-txn", load: loadConfig{Topic: "w2-txn", Mode: "consume-to-end"}},
+		"w3-rc":    {name: "w3-rc", brokers: 3, reads: "w2-txn", load: loadConfig{Topic: "w2-txn", Mode: "consume-to-end", ReadCommitted: true}},
 		"w4":       {name: "w4", brokers: 3, load: w4},
 	}
 	maps.Copy(ws, scaleWorkloads(sc))
@@ -141,7 +146,7 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 // repetition: w3 reads w2's topic before it is deleted, and w2-acks1 follows
 // so that kbroker's acks=all and acks=1 runs are minutes apart at most.
 // Groups of one stage share the stage's clusters.
-var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1"}, {"w4"},
+var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1", "w2-txn", "w3-txn", "w3-rc"}, {"w4"},
 	{"conn-one", "conn-idle", "conn-many"}, {"cg-fill", "cg-one", "cg-many"}}
 
 // rotation is the order of the targets in repetition rep (1-based; the
@@ -165,7 +170,7 @@ func runsWorkload(t targetKind, w string) bool {
 	case t == kindNullRF, t == kindKbrokerSASLSSL:
 		return w == "w2"
 	case t == kindNull:
-		return w != "partitions" && !strings.HasPrefix(w, "cg-")
+		return w != "partitions" && !strings.HasPrefix(w, "cg-") && w != "w2-txn" && w != "w3-txn" && w != "w3-rc"
 	}
 	return true
 }
