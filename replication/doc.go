@@ -22,6 +22,15 @@
 //   - After a leader change a follower truncates where its log diverges from the
 //     leader's (DivergingEpoch), never blindly to its HW.
 //
+// Transactions (issue 14): the log keeps each producer's open transaction
+// and the last stable offset (LSO = min(first offset of an open or not yet
+// replicated transaction, HW), storage/producer_txn.go). Followers apply
+// the markers they replicate like any batch, so a new leader has the same
+// LSO and aborted index. A read_committed consumer reads below the LSO and
+// gets the aborted transactions overlapping what it read
+// (ReadForConsumerAt); ListOffsetAt answers the LSO as its latest offset.
+// The simulator's in-memory log has no transactions (its LSO is the HW).
+//
 // Decisions (HW, ISR shrink/expand) are pure functions over a snapshot
 // (hwm.go, isr.go); the truncation point (Partition.TruncationPoint in
 // follower.go) compares the leader's answer with this replica's epoch
