@@ -12,6 +12,9 @@ FUZZ_BATCHES  ?= 50000x
 FUZZ_RECORDS  ?= 20000x
 FUZZ_CONTROL  ?= 20000x
 FUZZ_DISPATCH ?= 8000x
+# Transactions (issue 14): the .txnindex decoder and the transaction
+# coordinator's __transaction_state records, about 3 s each.
+FUZZ_TXN      ?= 20000x
 FUZZ_PROPS    ?= 50000x
 # The security decoders (issue 15): SASL exchanges, JAAS, ACL filters,
 # encrypted keys; 0.3-2 s each, about 8 s together.
@@ -84,6 +87,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZ_RECORDS) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzControl$$' -fuzztime $(FUZZ_CONTROL) ./record/
 	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) ./broker/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAbortedTxns$$' -fuzztime $(FUZZ_TXN) ./storage/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZ_TXN) ./broker/txn/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PROPS) ./internal/properties/
 	@for t in $(SECURITY_FUZZ); do \
 		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SECURITY) $${t#*:}"; \
