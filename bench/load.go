@@ -459,15 +459,11 @@ func consume(ctx context.Context, cfg loadConfig, startClock func()) (loadResult
 	if want == 0 {
 		return loadResult{}, fmt.Errorf("topic %s is empty", cfg.Topic)
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, cfg.ClientOpts...)...)
+	cl, err := topicConsumer(ctx, cfg)
 	if err != nil {
 		return loadResult{}, err
 	}
 	defer cl.Close()
-	if err := cl.Ping(ctx); err != nil {
-		return loadResult{}, err
-	}
 	if startClock != nil {
 		startClock()
 	}
@@ -481,6 +477,22 @@ func consume(ctx context.Context, cfg loadConfig, startClock func()) (loadResult
 		return res, fmt.Errorf("consumed %d of %d records", res.Records, want)
 	}
 	return res, nil
+}
+
+// topicConsumer is a connected client reading cfg.Topic from the start,
+// with opts.
+func topicConsumer(ctx context.Context, cfg loadConfig, opts ...kgo.Opt) (*kgo.Client, error) {
+	all := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)
+	cl, err := kgo.NewClient(append(all, cfg.ClientOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.Ping(ctx); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
 }
 
 // tally adds one poll's records, value bytes and errors (the context's
@@ -635,16 +647,11 @@ func consumeToEnd(ctx context.Context, cfg loadConfig, startClock func()) (loadR
 	if cfg.ReadCommitted {
 		iso = kgo.ReadCommitted()
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords()},
-		cfg.ClientOpts...)...)
+	cl, err := topicConsumer(ctx, cfg, kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords())
 	if err != nil {
 		return loadResult{}, err
 	}
 	defer cl.Close()
-	if err := cl.Ping(ctx); err != nil {
-		return loadResult{}, err
-	}
 	if startClock != nil {
 		startClock()
 	}

@@ -12,16 +12,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
-	"github.com/kbroker/kbroker/security/acl"
 )
 
 func (b *Broker) handleAddOffsetsToTxn(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.AddOffsetsToTxnRequest)
-	code := b.TransactionalIDAllowed(req, acl.OpWrite, r.TransactionalID)
-	if code == 0 {
-		code = b.groupAllowed(req, acl.OpRead, r.Group)
-	}
-	if code != 0 {
+	if code := b.txnGroupAllowed(req, r.TransactionalID, r.Group); code != 0 {
 		return refuse(req, code)
 	}
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response { return b.txns.coord.AddOffsetsToTxn(ctx, r) }}

@@ -29,11 +29,7 @@ import (
 
 func (b *Broker) handleTxnOffsetCommit(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.TxnOffsetCommitRequest)
-	code := b.TransactionalIDAllowed(req, acl.OpWrite, r.TransactionalID)
-	if code == 0 {
-		code = b.groupAllowed(req, acl.OpRead, r.Group)
-	}
-	if code != 0 {
+	if code := b.txnGroupAllowed(req, r.TransactionalID, r.Group); code != 0 {
 		return protocol.Response{Body: txnCommitAnswer(r, func(string) int16 { return code })}
 	}
 	allowed := *r
@@ -102,15 +98,6 @@ func txnCommitVerifyError(code, version int16) int16 {
 // txnCommitAnswer answers every partition of r with code(topic).
 func txnCommitAnswer(r *kmsg.TxnOffsetCommitRequest, code func(topic string) int16) *kmsg.TxnOffsetCommitResponse {
 	resp := r.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	for _, t := range r.Topics {
-		rt := kmsg.NewTxnOffsetCommitResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, t.TopicID
-		for _, p := range t.Partitions {
-			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, code(t.Topic)
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
+	group.FillTxnCommitResponse(resp, r, func(topic string, _ int32) int16 { return code(topic) })
 	return resp
 }

@@ -67,19 +67,34 @@ func markerEntry(m txn.Marker, tps []txn.TopicPartition) kmsg.WriteTxnMarkersReq
 	e := kmsg.NewWriteTxnMarkersRequestMarker()
 	e.ProducerID, e.ProducerEpoch, e.Committed, e.CoordinatorEpoch = m.ProducerID, m.ProducerEpoch, m.Commit, m.CoordinatorEpoch
 	e.TransactionVersion = int8(m.TransactionVersion)
+	for _, t := range groupTopics(tps) {
+		mt := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
+		mt.Topic, mt.Partitions = t.topic, t.partitions
+		e.Topics = append(e.Topics, mt)
+	}
+	return e
+}
+
+// topicPartitions is one topic's partitions of a list.
+type topicPartitions struct {
+	topic      string
+	partitions []int32
+}
+
+// groupTopics groups tps by topic, topics in the order they first appear.
+func groupTopics(tps []txn.TopicPartition) []topicPartitions {
+	var out []topicPartitions
 	index := map[string]int{}
 	for _, tp := range tps {
 		i, ok := index[tp.Topic]
 		if !ok {
-			i = len(e.Topics)
+			i = len(out)
 			index[tp.Topic] = i
-			t := kmsg.NewWriteTxnMarkersRequestMarkerTopic()
-			t.Topic = tp.Topic
-			e.Topics = append(e.Topics, t)
+			out = append(out, topicPartitions{topic: tp.Topic})
 		}
-		e.Topics[i].Partitions = append(e.Topics[i].Partitions, tp.Partition)
+		out[i].partitions = append(out[i].partitions, tp.Partition)
 	}
-	return e
+	return out
 }
 
 // writeTo writes one marker entry through leader: locally when that is

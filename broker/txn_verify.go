@@ -113,17 +113,10 @@ func verifyRequest(id string, pid int64, epoch int16, tps []txn.TopicPartition, 
 	req.SetVersion(5)
 	tx := kmsg.NewAddPartitionsToTxnRequestTransaction()
 	tx.TransactionalID, tx.ProducerID, tx.ProducerEpoch, tx.VerifyOnly = id, pid, epoch, !add
-	index := map[string]int{}
-	for _, tp := range tps {
-		i, ok := index[tp.Topic]
-		if !ok {
-			i = len(tx.Topics)
-			index[tp.Topic] = i
-			t := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
-			t.Topic = tp.Topic
-			tx.Topics = append(tx.Topics, t)
-		}
-		tx.Topics[i].Partitions = append(tx.Topics[i].Partitions, tp.Partition)
+	for _, t := range groupTopics(tps) {
+		tt := kmsg.NewAddPartitionsToTxnRequestTransactionTopic()
+		tt.Topic, tt.Partitions = t.topic, t.partitions
+		tx.Topics = append(tx.Topics, tt)
 	}
 	req.Transactions = append(req.Transactions, tx)
 	return req

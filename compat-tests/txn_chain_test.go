@@ -169,8 +169,7 @@ type txnProcessor struct {
 	in, out, group, txnID string
 	proc                  child.Process
 	cleanup               sync.Once
-	mu                    sync.Mutex
-	logs                  strings.Builder
+	logs                  outputBuffer
 }
 
 func (p *txnProcessor) start() {
@@ -178,7 +177,7 @@ func (p *txnProcessor) start() {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestTxnProcessorChild$", "-test.v")
 	cmd.Env = append(os.Environ(), "KBROKER_BIN="+kbrokerBin, "KBROKER_TXN_CHILD=1",
 		"TXN_SEEDS="+strings.Join(p.seeds, ","), "TXN_IN="+p.in, "TXN_OUT="+p.out, "TXN_GROUP="+p.group, "TXN_ID="+p.txnID)
-	cmd.Stdout, cmd.Stderr = p, p
+	cmd.Stdout, cmd.Stderr = &p.logs, &p.logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	must(p.t, p.proc.Start(cmd, nil), "starting the processor")
 	p.cleanup.Do(func() { p.t.Cleanup(p.report) })
@@ -192,17 +191,7 @@ func (p *txnProcessor) report() {
 	}
 }
 
-func (p *txnProcessor) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.Write(b)
-}
-
-func (p *txnProcessor) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.String()
-}
+func (p *txnProcessor) output() string { return p.logs.String() }
 
 func (p *txnProcessor) kill9() {
 	p.proc.Signal(syscall.SIGKILL)

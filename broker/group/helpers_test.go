@@ -22,6 +22,11 @@ type memStore struct {
 }
 
 func (s *memStore) Append(ctx context.Context, recs []Record) error {
+	return s.append(ctx, recs, nil)
+}
+
+// append stores recs (of producer p's transaction when p is not nil).
+func (s *memStore) append(ctx context.Context, recs []Record, p *TxnProducer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -32,7 +37,11 @@ func (s *memStore) Append(ctx context.Context, recs []Record) error {
 	}
 	s.appends++
 	for _, r := range recs {
-		s.records = append(s.records, Record{Key: slices.Clone(r.Key), Value: slices.Clone(r.Value)})
+		stored := Record{Key: slices.Clone(r.Key), Value: slices.Clone(r.Value)}
+		if p != nil {
+			stored.Transactional, stored.ProducerID = true, p.ID
+		}
+		s.records = append(s.records, stored)
 	}
 	return nil
 }
@@ -40,19 +49,7 @@ func (s *memStore) Append(ctx context.Context, recs []Record) error {
 // AppendTxn makes memStore a TxnStore: the records carry their producer,
 // as a replay reads them.
 func (s *memStore) AppendTxn(ctx context.Context, p TxnProducer, recs []Record) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failErr != nil {
-		return s.failErr
-	}
-	s.appends++
-	for _, r := range recs {
-		s.records = append(s.records, Record{Key: slices.Clone(r.Key), Value: slices.Clone(r.Value), Transactional: true, ProducerID: p.ID})
-	}
-	return nil
+	return s.append(ctx, recs, &p)
 }
 
 // mark appends a transaction marker of producer pid.

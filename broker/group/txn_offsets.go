@@ -38,7 +38,7 @@ type pendingOffset struct {
 func (c *Coordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest, p TxnProducer) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	setAll := func(code int16) *kmsg.TxnOffsetCommitResponse {
-		fillTxnCommitResponse(resp, req, func(string, int32) int16 { return code })
+		FillTxnCommitResponse(resp, req, func(string, int32) int16 { return code })
 		return resp
 	}
 	if req.Group == "" {
@@ -100,7 +100,7 @@ func (g *group) validateTxnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) int16 
 func (g *group) commitTxnOffsets(req *kmsg.TxnOffsetCommitRequest, p TxnProducer) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	if code := g.validateTxnOffsetCommit(req); code != 0 {
-		fillTxnCommitResponse(resp, req, func(string, int32) int16 { return code })
+		FillTxnCommitResponse(resp, req, func(string, int32) int16 { return code })
 		g.discardIfUnused()
 		return resp
 	}
@@ -139,7 +139,7 @@ func (g *group) commitTxnOffsets(req *kmsg.TxnOffsetCommitRequest, p TxnProducer
 			g.addPending(p.ID, po)
 		}
 	}
-	fillTxnCommitResponse(resp, req, func(topic string, partition int32) int16 { return codes[topicPartition{topic, partition}] })
+	FillTxnCommitResponse(resp, req, func(topic string, partition int32) int16 { return codes[topicPartition{topic, partition}] })
 	g.discardIfUnused()
 	return resp
 }
@@ -266,8 +266,9 @@ func (c *Coordinator) indexTxnGroup(g *group, pid int64, add bool) {
 	}
 }
 
-// fillTxnCommitResponse answers every partition of the request.
-func fillTxnCommitResponse(resp *kmsg.TxnOffsetCommitResponse, req *kmsg.TxnOffsetCommitRequest, code func(string, int32) int16) {
+// FillTxnCommitResponse answers every partition of the request with
+// code(topic, partition) (the broker answers refused requests with it).
+func FillTxnCommitResponse(resp *kmsg.TxnOffsetCommitResponse, req *kmsg.TxnOffsetCommitRequest, code func(string, int32) int16) {
 	resp.Topics = resp.Topics[:0]
 	for _, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()

@@ -208,43 +208,10 @@ func (r *txnRunning) stop() {
 	r.cwg.Wait()
 }
 
-// finalReadCommitted reads every partition read_committed from its start
-// to its end offset (control records included, so that the offsets reach
-// the end past the markers) and records the data records as Final events.
-// An open transaction that is never ended holds the last stable offset
-// back: the read then fails at its deadline.
+// finalReadCommitted is finalRead with a read_committed consumer that
+// reads the control records too, so that its offsets reach the end past
+// the markers. An open transaction that is never ended holds the last
+// stable offset back: the read then fails at its deadline.
 func finalReadCommitted(seeds []string, w txnWorkload, h *History, d time.Duration) error {
-	ends, err := settledEnds(seeds, w.topic, d)
-	if err != nil {
-		return err
-	}
-	cl, err := kgo.NewClient(w.consumerOpts(seeds)...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	next := map[int32]int64{}
-	done := func() bool {
-		for p := range w.partitions {
-			if next[p] < ends[p] {
-				return false
-			}
-		}
-		return true
-	}
-	for !done() {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			return fmt.Errorf("final read_committed read: reached %v of %v before the deadline (a transaction left open?)", next, ends)
-		}
-		fs.EachRecord(func(rec *kgo.Record) {
-			if rec.Offset < ends[rec.Partition] && !rec.Attrs.IsControl() {
-				h.Add(Event{Proc: "final", Type: Final, Value: string(rec.Value), Partition: rec.Partition, Offset: rec.Offset})
-			}
-			next[rec.Partition] = max(next[rec.Partition], rec.Offset+1)
-		})
-	}
-	return nil
+	return finalRead(seeds, w.topic, w.partitions, h, d, kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 }
