@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -47,9 +48,14 @@ func TestTxnZombieFenced(t *testing.T) {
 // A transaction nobody ends is aborted by the coordinator once it is open
 // longer than its transaction.timeout.ms: the producer is fenced and the
 // last stable offset moves on, so read_committed consumers are not held
-// back; its records are never read_committed.
+// back; its records are never read_committed. While it is open,
+// DescribeProducers shows where it starts, ListTransactions lists it and
+// the LSO lag metric counts it; the timed-out abort is counted.
 func TestTxnHungAbortedByTimeout(t *testing.T) {
-	tg := singleNode(t, "--transaction.abort.timed.out.transaction.cleanup.interval.ms=200")
+	needOwnCluster(t)
+	c := startCluster(t, clusterOpts{brokers: 1, metrics: true,
+		flags: []string{"--transaction.abort.timed.out.transaction.cleanup.interval.ms=200"}})
+	tg := target{seeds: c.seeds(), c: c}
 	adm := newAdmin(t, tg.seeds)
 	topic := newTopic(t, adm, 1, 1, nil)
 	id := uniqueTopic("hung")
@@ -70,6 +76,20 @@ func TestTxnHungAbortedByTimeout(t *testing.T) {
 	if hw, lso := committedEnd(); hw != 5 || lso != 0 {
 		t.Fatalf("open transaction: HW %d LSO %d, want 5 and 0", hw, lso)
 	}
+	producers, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+	must(t, err, "DescribeProducers")
+	if ps := producers.SortedProducers(); len(ps) != 1 || ps[0].CurrentTxnStartOffset != 0 {
+		t.Fatalf("DescribeProducers with the transaction open: %+v", ps)
+	}
+	listed, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"})
+	must(t, err, "ListTransactions")
+	if _, ok := listed[id]; !ok {
+		t.Fatalf("ListTransactions Ongoing: %+v", listed)
+	}
+	if m := scrape(t, c.nodes[0]); m["kbroker_last_stable_offset_lag_messages"] != 5 || m["kbroker_transactions_open"] != 1 {
+		t.Fatalf("metrics with the transaction open: lso lag %v, open %v",
+			m["kbroker_last_stable_offset_lag_messages"], m["kbroker_transactions_open"])
+	}
 	waitFor(t, 30*time.Second, "the coordinator to abort the hung transaction", func() error {
 		if hw, lso := committedEnd(); lso != hw || hw < 6 {
 			return errors.New("the last stable offset is still held back")
@@ -80,6 +100,11 @@ func TestTxnHungAbortedByTimeout(t *testing.T) {
 	must(t, err, "DescribeTransactions")
 	if d, ok := described[id]; !ok || d.State != "CompleteAbort" {
 		t.Fatalf("described %+v", described)
+	}
+	if m := scrape(t, c.nodes[0]); m["kbroker_transactions_timed_out_total"] != 1 || m["kbroker_transactions_producers_fenced_total"] != 1 ||
+		m["kbroker_last_stable_offset_lag_messages"] != 0 {
+		t.Fatalf("metrics after the timeout: timed out %v, fenced %v, lso lag %v", m["kbroker_transactions_timed_out_total"],
+			m["kbroker_transactions_producers_fenced_total"], m["kbroker_last_stable_offset_lag_messages"])
 	}
 	err = hung.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("hung-late")}).FirstErr()
 	if err == nil {
