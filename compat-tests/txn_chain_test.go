@@ -28,6 +28,7 @@ import (
 // must appear in the output exactly once.
 func TestTxnChainExactlyOnce(t *testing.T) {
 	needOwnCluster(t)
+	t.Parallel()
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags("--min.insync.replicas=2",
 		"--group.initial.rebalance.delay.ms=0", "--default.replication.factor=3")})
 	adm := newAdmin(t, c.seeds())
@@ -251,6 +252,7 @@ func TestTxnProcessorChild(t *testing.T) {
 			}
 			m[p] = [2]int64{min(r[0], o), max(r[1], o)}
 		}
+		failed := false
 		fs.EachRecord(func(r *kgo.Record) {
 			span(in, r.Partition, r.Offset)
 			sess.Produce(ctx, &kgo.Record{Topic: out, Value: append([]byte("out-"), r.Value...)}, func(r *kgo.Record, err error) {
@@ -258,10 +260,24 @@ func TestTxnProcessorChild(t *testing.T) {
 				defer mu.Unlock()
 				if err == nil {
 					span(outs, r.Partition, r.Offset)
+				} else {
+					failed = true
 				}
 			})
 		})
-		committed, err := sess.End(ctx, kgo.TryCommit)
+		// After the flush every promise has run: a record that failed
+		// means abort (GroupTransactSession leaves that check to the
+		// application).
+		end := kgo.TryCommit
+		if err := sess.Client().Flush(ctx); err != nil {
+			t.Fatalf("flush: %v", err)
+		}
+		mu.Lock()
+		if failed {
+			end = kgo.TryAbort
+		}
+		mu.Unlock()
+		committed, err := sess.End(ctx, end)
 		mu.Lock()
 		t.Logf("transaction of %d records (in %v, out %v): committed %v, err %v", fs.NumRecords(), in, outs, committed, err)
 		mu.Unlock()
