@@ -26,8 +26,9 @@ package broker
 // partition, part 2), then appended with the verification's guard; a
 // partition not in the transaction is refused (INVALID_TXN_STATE or
 // TRANSACTION_ABORTABLE) and nothing is written. Those appends happen in
-// the deferred answer, in request order: any later batch of the producer
-// to the partition needs the same verification, so it cannot pass it.
+// the deferred answer, in request order, and any later batch of the
+// producer to the partition is deferred behind them (txnOrder) even when
+// the transaction is open by then, so that sequences stay in order.
 //
 // acks=0 gets no response (an error closes the connection, so the client
 // notices); acks=1 is answered after the local append; acks=-1 refuses with
@@ -107,6 +108,7 @@ func (b *Broker) handleProduce(_ context.Context, req *protocol.Request) protoco
 		// No answer to defer: verify and append now (transactional
 		// producers use acks=all; this only keeps acks=0 correct).
 		b.appendVerified(context.Background(), view, pt, r.Acks)
+		b.txnOrder.release(pt)
 		failed = failed || pt.failed
 	}
 	switch {
@@ -118,13 +120,17 @@ func (b *Broker) handleProduce(_ context.Context, req *protocol.Request) protoco
 		return protocol.Response{Body: resp}
 	}
 	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
-	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
+	later := protocol.Response{Later: func(ctx context.Context) kmsg.Response {
 		if len(pt.deferred) > 0 {
 			waits = append(waits, b.appendVerified(ctx, view, pt, r.Acks)...)
 		}
 		waitForHWs(ctx, timeout, waits)
 		return resp
 	}}
+	if len(pt.deferred) > 0 {
+		later.Done = func() { b.txnOrder.release(pt) }
+	}
+	return later
 }
 
 // waitForHWs waits for every acks=all partition's HW, all of them within
@@ -180,8 +186,12 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 	}
 	if h := batch.Header(); h.IsTransactional() {
 		tv2 := pt.version >= firstAddPartitionProduceVersion
-		if opts.TxnVerification = part.BeginTxnVerification(h.ProducerID, h.ProducerEpoch, tv2); opts.TxnVerification != 0 {
-			pt.deferred = append(pt.deferred, deferredAppend{topic: topic, part: part, batch: batch.Clone(), opts: opts, pr: pr})
+		opts.TxnVerification = part.BeginTxnVerification(h.ProducerID, h.ProducerEpoch, tv2)
+		key := txnOrderKey{h.ProducerID, topic, rp.Partition}
+		if opts.TxnVerification != 0 || b.txnOrder.behind(key) {
+			pt.deferred = append(pt.deferred, deferredAppend{topic: topic, part: part, batch: batch.Clone(), opts: opts, pr: pr,
+				verify: opts.TxnVerification != 0})
+			b.txnOrder.add(key, 1)
 			return nil, 0
 		}
 	}

@@ -41,6 +41,7 @@ type Broker struct {
 
 	groups      *groups                      // the group coordinator wired to this broker
 	txns        *txns                        // the transaction coordinator wired to this broker
+	txnOrder    txnOrder                     // deferred transactional appends, for produce order
 	image       atomic.Pointer[metadataView] // the latest applied image
 	producers   *producerIDs
 	imageReady  chan struct{} // closed once the first image is applied

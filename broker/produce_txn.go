@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -22,6 +23,51 @@ type produceTxn struct {
 	failed   bool // a deferred append failed (acks=0 closes the connection)
 }
 
+// txnOrderKey is one producer's batches to one partition.
+type txnOrderKey struct {
+	producerID int64
+	topic      string
+	partition  int32
+}
+
+// txnOrder counts the deferred appends not yet done, per producer and
+// partition. A batch behind one of them is deferred too, even when it
+// needs no verification (the transaction was opened meanwhile by an earlier
+// deferred batch): appended at once, it would pass the batches still
+// waiting and leave a sequence gap (OUT_OF_ORDER_SEQUENCE_NUMBER). The
+// connection's deferred answers run in order, so deferring keeps the
+// producer's order on that connection. The zero value is ready.
+type txnOrder struct {
+	mu      sync.Mutex
+	pending map[txnOrderKey]int
+}
+
+// behind reports whether a batch of k must wait for deferred appends.
+func (o *txnOrder) behind(k txnOrderKey) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.pending[k] > 0
+}
+
+func (o *txnOrder) add(k txnOrderKey, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pending == nil {
+		o.pending = map[txnOrderKey]int{}
+	}
+	if o.pending[k] += n; o.pending[k] <= 0 {
+		delete(o.pending, k)
+	}
+}
+
+// release forgets pt's deferred appends once they are done or dropped (the
+// response's Done hook: it runs even when the connection closes first).
+func (o *txnOrder) release(pt *produceTxn) {
+	for _, d := range pt.deferred {
+		o.add(d.key(), -1)
+	}
+}
+
 // deferredAppend is a transactional batch that opens a transaction on its
 // partition: it is appended once verified, with the guard in opts.
 type deferredAppend struct {
@@ -30,6 +76,13 @@ type deferredAppend struct {
 	batch record.Batch // its own bytes: the request's are recycled
 	opts  storage.AppendOptions
 	pr    *kmsg.ProduceResponseTopicPartition
+	// verify is false for a batch deferred only to stay behind another
+	// (txnOrder): its transaction is already open on the partition.
+	verify bool
+}
+
+func (d *deferredAppend) key() txnOrderKey {
+	return txnOrderKey{d.batch.Header().ProducerID, d.topic, d.part.Index}
 }
 
 // check refuses what a client may not write: control batches
@@ -59,6 +112,9 @@ func (b *Broker) appendVerified(ctx context.Context, view *metadataView, pt *pro
 	}
 	tps := map[producer][]txn.TopicPartition{}
 	for _, d := range pt.deferred {
+		if !d.verify {
+			continue
+		}
 		h := d.batch.Header()
 		p := producer{h.ProducerID, h.ProducerEpoch}
 		tps[p] = append(tps[p], txn.TopicPartition{Topic: d.topic, Partition: d.part.Index})
