@@ -68,13 +68,13 @@ func (r *TxnResult) Summary() string {
 // last stable offset never moves back. It is a pure function of the events.
 func CheckTxn(events []Event) *TxnResult {
 	r := &TxnResult{}
-	txnOf := map[string]string{}         // value -> transaction
-	values := map[string][]string{}      // transaction -> values
-	outcome := map[string]string{}       // transaction -> TxnCommit, TxnAbort, TxnUnknown
-	finalPos := map[string][]position{}  // value -> positions in the final read
-	finalAt := map[position]bool{}       // final read positions seen
-	var reads []string                   // values consumers read during the run
-	marks := map[string][2]int64{}       // consumer/partition -> last hw, lso
+	txnOf := map[string]string{}        // value -> transaction
+	values := map[string][]string{}     // transaction -> values
+	outcome := map[string]string{}      // transaction -> TxnCommit, TxnAbort, TxnUnknown
+	finalPos := map[string][]position{} // value -> positions in the final read
+	finalAt := map[position]bool{}      // final read positions seen
+	var reads []string                  // values consumers read during the run
+	marks := map[string][2]int64{}      // consumer/partition -> last hw, lso
 	for _, e := range events {
 		switch e.Type {
 		case TxnProduce:

@@ -11,7 +11,9 @@ func TestCheckTxn(t *testing.T) {
 	produce := func(txn, v string, p int32, o int64) Event {
 		return Event{Type: TxnProduce, Info: txn, Value: v, Partition: p, Offset: o}
 	}
-	final := func(v string, p int32, o int64) Event { return Event{Type: Final, Proc: "final", Value: v, Partition: p, Offset: o} }
+	final := func(v string, p int32, o int64) Event {
+		return Event{Type: Final, Proc: "final", Value: v, Partition: p, Offset: o}
+	}
 	mark := func(c string, p int32, hw int64, lso string) Event {
 		return Event{Type: Watermark, Proc: c, Partition: p, Offset: hw, Info: lso}
 	}
