@@ -50,9 +50,9 @@ type loadConfig struct {
 	// ReadCommitted reads with isolation_level=read_committed (consume,
 	// consume-to-end).
 	ReadCommitted bool
-	Pids        []int         // broker processes to measure (optional)
-	IdleConns   int           // produce: connections opened (ApiVersions done) and left idle before the producers connect
-	Groups      int           // groups: consumer groups reading the whole topic at once
+	Pids          []int // broker processes to measure (optional)
+	IdleConns     int   // produce: connections opened (ApiVersions done) and left idle before the producers connect
+	Groups        int   // groups: consumer groups reading the whole topic at once
 	// ClientOpts are added to every client of the run: TLS and SASL for
 	// a secured target (kbroker-sasl-ssl).
 	ClientOpts []kgo.Opt `json:"-"`

@@ -156,7 +156,7 @@ func suiteCmd(ctx context.Context, args []string) error {
 	targets := fs.String("targets", "kbroker,kfake,null,null-rf,kbroker-sasl-ssl", "targets, in alternation order (also: kbroker-b; null-rf and kbroker-sasl-ssl run w2 only)")
 	wls := fs.String("workloads", "w1,w2,w3,w2-acks1,w2-txn,w3-txn,w3-rc,w4,restart,scram-conns",
 		"w1, w2, w3 (reads w2's topic), w2-acks1, w2-txn (transactional w2), w3-txn and w3-rc (read w2-txn's topic, read_uncommitted and read_committed), w4, restart, scram-conns; "+
-		"the scale workloads (make bench-scale): partitions, connections (conn-one, conn-idle, conn-many), consumers (cg-fill, cg-one, cg-many)")
+			"the scale workloads (make bench-scale): partitions, connections (conn-one, conn-idle, conn-many), consumers (cg-fill, cg-one, cg-many)")
 	cfg.Scale = defaultScale
 	sc := &cfg.Scale
 	counts := fs.String("partition-counts", "1000,10000", "partitions: the partition counts, each a step of its own")
