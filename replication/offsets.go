@@ -39,6 +39,11 @@ func (p *Partition) ListOffsetAt(iso Isolation, ts int64, currentLeaderEpoch int
 	if err := p.checkEpochLocked(currentLeaderEpoch); err != nil {
 		return OffsetLookup{}, err
 	}
+	if !fromReplica {
+		if err := p.checkHWCaughtUpLocked(); err != nil {
+			return OffsetLookup{}, err
+		}
+	}
 	end := p.log.HighWatermark()
 	switch {
 	case fromReplica:
