@@ -21,6 +21,11 @@
 //     change whose answer is lost stays pending and is sent again.
 //   - After a leader change a follower truncates where its log diverges from the
 //     leader's (DivergingEpoch), never blindly to its HW.
+//   - A new leader's HW (its own, or its checkpoint after a restart) can lag
+//     the one its predecessor served: consumers (Fetch, ListOffsets) get
+//     OFFSET_NOT_AVAILABLE, retriable, until the HW reaches the offset the
+//     epoch started at, so no consumer sees the HW or the LSO move back
+//     (Kafka refuses ListOffsets so; kbroker refuses fetches too).
 //
 // Transactions (issue 14): the log keeps each producer's open transaction
 // and the last stable offset (LSO = min(first offset of an open or not yet
