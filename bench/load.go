@@ -617,7 +617,9 @@ func (t *txnCommitter) maybeCommit() {
 	if !t.active || time.Since(t.last) < t.every {
 		return
 	}
-	t.fail(t.cl.EndAndBeginTransaction(t.ctx, kgo.EndBeginTxnSafe, kgo.TryCommit, nil))
+	// onEnd is required (kgo calls it unconditionally): it keeps the error.
+	t.fail(t.cl.EndAndBeginTransaction(t.ctx, kgo.EndBeginTxnSafe, kgo.TryCommit,
+		func(_ context.Context, err error) error { return err }))
 	t.last = time.Now()
 }
 

@@ -56,7 +56,7 @@ type suiteConfig struct {
 // w1 and 1 GB for w2 (the independent harness's 1,000,000), ten seconds
 // at 5,000 records/s for w4.
 // The connections runs and the consumers' topic have w2's volume.
-var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w4": 50_000,
+var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w2-txn": 1_000_000, "w4": 50_000,
 	"conn-one": 1_000_000, "conn-idle": 1_000_000, "conn-many": 1_000_000, "cg-fill": 1_000_000}
 
 // capFollows are the caps that follow another's unless given, so that the
