@@ -15,15 +15,26 @@ FUZZ_DISPATCH ?= 8000x
 # Transactions (issue 14): the .txnindex decoder and the transaction
 # coordinator's __transaction_state records, about 3 s each.
 FUZZ_TXN      ?= 20000x
+FUZZ_SESSIONS ?= 30000x
 FUZZ_PROPS    ?= 50000x
 # The security decoders (issue 15): SASL exchanges, JAAS, ACL filters,
 # encrypted keys; 0.3-2 s each, about 8 s together.
 FUZZ_SECURITY ?= 20000x
+# The share group decoders (issue 16): __consumer_offsets and
+# __share_group_state records, state batches, a share-partition's
+# operations, share.auto.offset.reset; 1-12 s each, about 20-40 s together.
+FUZZ_SHARE    ?= 10000x
+SHARE_FUZZ    := FuzzDecodeRecord:./broker/share FuzzDecodeRecord:./broker/sharestate FuzzCombineBatches:./broker/sharestate \
+	FuzzPartitionOps:./broker/sharepartition FuzzParseAutoOffsetReset:./broker/shareconfig
 SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPlainMessage:./security/sasl/plain \
 	FuzzExchange:./security/sasl/scram FuzzClientMessage:./security/sasl/oauthbearer FuzzDecrypt:./security/pkcs8 \
 	FuzzSaslRequests:./security/session
+# The quota decoders (issue 17): the quota APIs' bodies, enveloped
+# requests at the controller, throttled replica lists; about 5 s together.
+FUZZ_QUOTA    ?= 20000x
+QUOTA_FUZZ    := FuzzClientQuotaRequests:./quota FuzzEnvelope:./replication/controller FuzzThrottledReplicas:./replication
 
-.PHONY: all build run test unit compat compat-kgo-secure compat-kgo-txn fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
+.PHONY: crash powerloss all build run test unit compat compat-kgo compat-kgo-secure compat-kgo-txn compat-kgo-share compat-sarama compat-kafkago compat-confluent fuzz vet bench bench-go bench-tools bench-load bench-quick bench-scale bench-scale-quick cluster cluster-stop clean chaos chaos-short
 
 all: build
 
@@ -44,30 +55,69 @@ vet:
 	$(GO) vet -tags recordcount ./broker/
 
 # The second line is the produce path's parse-once check, which needs the
-# record package's parse counter (build tag recordcount).
+# record package's parse counter (build tag recordcount). The third runs
+# the replication simulator's 5,000 random schedules without the race
+# detector (each schedule is single-goroutine; under -race the first line
+# runs 500 of them, so the seed runner is still checked).
 unit: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 9m $(PKGS)
 	$(GO) test -race -tags recordcount -run '^TestProduceParsesBatchOnce$$' ./broker/
+	$(GO) test -count=1 -v -run '^TestSimulatorRandomSchedules$$' ./replication/
 
 # Compat tests only, against a live cluster: make compat KBROKER_SEEDS=host:port,...
 compat: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_SEEDS=$(KBROKER_SEEDS) $(GO) test -count=1 -timeout 20m ./compat-tests/
 
-# franz-go's pkg/kgo suite (from the module cache) over TLS with a client
-# certificate, with its SCRAM and OAuth tests on SASL_PLAINTEXT, against 3
-# brokers that replicate over SCRAM-SHA-512 on TLS; prints pass/fail/skip
-# counts. Minutes. KBROKER_KGO_RUN=regexp picks tests.
-compat-kgo-secure: build
-	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_KGO_SECURE=1 KBROKER_KGO_RUN='$(KBROKER_KGO_RUN)' \
-		$(GO) test -count=1 -v -timeout 45m -run '^TestKgoSuiteSecure$$' ./compat-tests/
+# The client suites of issue 21, each from the Go module cache at a pinned
+# version (fetched through the module proxy, built with go test -c) against
+# a kbroker cluster the target starts, configured as the suite's upstream CI
+# configures Kafka; each prints pass/fail/skip counts and its failures
+# (compat-tests/suite_*_test.go; README "Compatibility"). Minutes each.
+# SUITE_RUN=regexp picks tests, SUITE_VERSION another version of the module.
+SUITE_RUN     ?= $(KBROKER_KGO_RUN)
+SUITE_VERSION ?=
+SUITE_GO_TEST = KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_SUITE_RUN='$(SUITE_RUN)' KBROKER_SUITE_VERSION=$(SUITE_VERSION) \
+	$(GO) test -count=1 -v -timeout 60m
 
-# franz-go's own pkg/kgo suite (from the module cache) against 3 plaintext
-# brokers at RF=3, transactions included (TestTxnEtl, KGO_TEST_UNSAFE=1;
-# issue 14); prints pass/fail/skip counts. Minutes. KBROKER_KGO_RUN=regexp
-# picks tests, KGO_TEST_RECORDS shortens TestTxnEtl.
+# franz-go's pkg/kgo (v1.22.3) on plaintext, three brokers, KGO_TEST_RF=3.
+compat-kgo: build
+	KBROKER_SUITE=kgo $(SUITE_GO_TEST) -run '^TestKgoSuite$$' ./compat-tests/
+
+# franz-go's pkg/kgo over TLS with a client certificate, with its SCRAM and
+# OAuth tests on SASL_PLAINTEXT, against 3 brokers that replicate over
+# SCRAM-SHA-512 on TLS.
+compat-kgo-secure: build
+	KBROKER_SUITE=kgo-secure $(SUITE_GO_TEST) -run '^TestKgoSuiteSecure$$' ./compat-tests/
+
+# IBM/sarama's functional tests (build tag functional): five brokers behind
+# toxiproxy on 127.0.0.1:29091-29095, as its docker-compose lays them out.
+compat-sarama: build
+	KBROKER_SUITE=sarama $(SUITE_GO_TEST) -run '^TestSaramaSuite$$' ./compat-tests/
+
+# segmentio/kafka-go against one broker on localhost:9092 (PLAINTEXT) and
+# :9093 (SASL_PLAINTEXT), KAFKA_VERSION=3.7.0, as its CircleCI runs it.
+compat-kafkago: build
+	KBROKER_SUITE=kafkago $(SUITE_GO_TEST) -run '^TestKafkaGoSuite$$' ./compat-tests/
+
+# confluent-kafka-go v2's kafka package (cgo, bundled librdkafka) with a
+# testconf.json naming one broker (PLAINTEXT and SASL_PLAINTEXT PLAIN).
+compat-confluent: build
+	KBROKER_SUITE=confluent $(SUITE_GO_TEST) -run '^TestConfluentSuite$$' ./compat-tests/
+
+# franz-go's pkg/kgo share group tests (issue 16: TestShareGroup,
+# TestShareGroupETL, TestShareGroupAckOnClose, TestShareGroupOffsetsAdmin,
+# TestConsumeRegexShareSkipsInternal; from the module cache) against 3
+# brokers with every topic at RF=3. Minutes. KBROKER_KGO_RUN=regexp picks
+# other tests.
+compat-kgo-share: build
+	KBROKER_SUITE=kgo-share $(SUITE_GO_TEST) -run '^TestKgoShareSuite$$' ./compat-tests/
+
+# franz-go's pkg/kgo as compat-kgo (TestTxnEtl runs there too) with
+# KGO_TEST_UNSAFE=1: TestTxnEtl also ends and begins transactions without
+# waiting for the previous one's markers (issue 14). KGO_TEST_RECORDS
+# shortens TestTxnEtl.
 compat-kgo-txn: build
-	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_KGO_TXN=1 KBROKER_KGO_RUN='$(KBROKER_KGO_RUN)' KGO_TEST_RECORDS='$(KGO_TEST_RECORDS)' \
-		$(GO) test -count=1 -v -timeout 60m -run '^TestKgoSuiteTxn$$' ./compat-tests/
+	KBROKER_SUITE=kgo-txn KGO_TEST_RECORDS='$(KGO_TEST_RECORDS)' $(SUITE_GO_TEST) -run '^TestKgoSuiteTxn$$' ./compat-tests/
 
 # The fault-injection suite (compat-tests/chaos): every nemesis, minutes.
 # Replay a run with CHAOS_SEED=N (the seed each scenario prints); pick tests
@@ -76,6 +126,22 @@ CHAOS_RUN ?= .
 chaos: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=full KBROKER_CHAOS_SEED=$(CHAOS_SEED) $(GO) test -count=1 -v -timeout 60m \
 		-run '$(CHAOS_RUN)' ./compat-tests/chaos/
+
+# The power-loss tests on real brokers (issue 19, compat-tests/powerloss_test.go:
+# KIP-966's scenario with and without eligible leader replicas, durable acks
+# through a power cut of every replica, a failing disk), over a minute
+# together, so not in make test.
+powerloss: build
+	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_POWERLOSS=1 $(GO) test -count=1 -v -timeout 15m \
+		-run '^(TestKIP966PowerLossOfTheLastISRMember|TestDurableAcksSurvivePowerLossOfEveryReplica|TestFailedLogDirMovesLeadership)$$' ./compat-tests/
+
+# The storage crash suites (issue 19) at length: make test runs 600
+# sequences of the crash model and 150 of the power-loss journal harness
+# under the race detector; this runs CRASH_SEEDS of each without it.
+CRASH_SEEDS ?= 100000
+crash:
+	$(GO) test -count=1 -timeout 60m -run '^(TestCrashSuite|TestPowercutJournalSuite)$$' ./storage/ \
+		-crash.seeds=$(CRASH_SEEDS) -powercut.seeds=$(CRASH_SEEDS) -v
 
 # The short run in make test: leader kills and pauses, under two minutes.
 chaos-short: build
@@ -89,10 +155,19 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAbortedTxns$$' -fuzztime $(FUZZ_TXN) ./storage/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZ_TXN) ./broker/txn/
+	$(GO) test -run '^$$' -fuzz '^FuzzFetchSessions$$' -fuzztime $(FUZZ_SESSIONS) ./broker/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PROPS) ./internal/properties/
 	@for t in $(SECURITY_FUZZ); do \
 		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SECURITY) $${t#*:}"; \
 		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SECURITY) $${t#*:} || exit 1; \
+	done
+	@for t in $(QUOTA_FUZZ); do \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_QUOTA) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_QUOTA) $${t#*:} || exit 1; \
+	done
+	@for t in $(SHARE_FUZZ); do \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SHARE) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SHARE) $${t#*:} || exit 1; \
 	done
 
 # Benchmarks (issues 8 and 20; not part of make test). make bench runs both

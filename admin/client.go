@@ -101,16 +101,20 @@ func (c *Client) connOpts() ([]kgo.Opt, error) {
 
 func (c *Client) tlsConfig() (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.cfg.RootCAs != nil {
+		cfg.RootCAs = c.cfg.RootCAs.Clone()
+	}
 	if c.cfg.CAFile != "" {
 		pem, err := os.ReadFile(c.cfg.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("ssl.ca.location: %w", err)
 		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
+		if cfg.RootCAs == nil {
+			cfg.RootCAs = x509.NewCertPool()
+		}
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
 			return nil, fmt.Errorf("ssl.ca.location=%s holds no PEM certificate", c.cfg.CAFile)
 		}
-		cfg.RootCAs = pool
 	}
 	if c.cfg.CertFile != "" {
 		cert, err := tls.LoadX509KeyPair(c.cfg.CertFile, c.cfg.KeyFile)

@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"crypto/x509"
 	"fmt"
 	"regexp"
 	"slices"
@@ -28,6 +29,9 @@ type Config struct {
 	// default); an empty value or none keeps the chain check but skips the
 	// host name, as Kafka's clients do.
 	VerifyHostname bool
+	// RootCAs, set in code (no config key), are trusted besides
+	// ssl.ca.location's: the console passes its broker's truststore.
+	RootCAs *x509.CertPool
 
 	// RequestTimeout bounds one command's requests (request.timeout.ms).
 	RequestTimeout time.Duration

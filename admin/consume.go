@@ -60,7 +60,7 @@ func (c *Client) Read(ctx context.Context, o ReadOptions, fn func(*kgo.Record) b
 		return nil
 	}
 	cl, err := c.NewClient(kgo.ConsumePartitions(assign), kgo.KeepControlRecords(),
-		kgo.FetchMaxWait(cmp(o.MaxWait, 500*time.Millisecond)))
+		kgo.FetchMaxWait(orDefault(o.MaxWait, 500*time.Millisecond)))
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (c *Client) Read(ctx context.Context, o ReadOptions, fn func(*kgo.Record) b
 	return c.readLoop(ctx, cl, o.Limit, stops, assign, fn)
 }
 
-func cmp(d, def time.Duration) time.Duration {
+func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def
 	}

@@ -132,10 +132,13 @@ func (c *Client) deadlineErr() error {
 	return errors.New(msg)
 }
 
-// shardErr names every broker a sharded request failed on.
+// shardErr names every broker a sharded request failed on; errors.Is
+// and errors.As see each broker's error.
 func (c *Client) shardErr(se *kadm.ShardErrors) error {
 	var parts []string
+	causes := make([]error, 0, len(se.Errs))
 	for _, s := range se.Errs {
+		causes = append(causes, s.Err)
 		var ke *kerr.Error
 		what := s.Err.Error()
 		if errors.As(s.Err, &ke) {
@@ -146,8 +149,17 @@ func (c *Client) shardErr(se *kadm.ShardErrors) error {
 		}
 		parts = append(parts, what)
 	}
-	return fmt.Errorf("%s failed: %s", strings.ToLower(se.Name), strings.Join(dedupe(parts), "; "))
+	return &shardsError{msg: fmt.Sprintf("%s failed: %s", strings.ToLower(se.Name), strings.Join(dedupe(parts), "; ")), causes: causes}
 }
+
+// shardsError is a sharded request's failures, each broker's its cause.
+type shardsError struct {
+	msg    string
+	causes []error
+}
+
+func (e *shardsError) Error() string   { return e.msg }
+func (e *shardsError) Unwrap() []error { return e.causes }
 
 func dedupe(ss []string) []string {
 	seen := map[string]bool{}

@@ -43,7 +43,7 @@ type loadConfig struct {
 	Rate        float64       // records/s over all producers (0: as fast as possible)
 	Linger      time.Duration // franz-go's ProducerLinger (its default is 10ms)
 	Timeout     time.Duration // the run fails if not done by then (0: 5 minutes)
-	Mode        string        // produce, consume, consume-to-end, e2e, groups
+	Mode        string        // produce, consume, consume-to-end, e2e, groups, share, members
 	// CommitEvery makes the producers transactional (produce): each
 	// commits its transaction every CommitEvery and begins the next.
 	CommitEvery time.Duration
@@ -51,8 +51,13 @@ type loadConfig struct {
 	// consume-to-end).
 	ReadCommitted bool
 	Pids          []int // broker processes to measure (optional)
-	IdleConns     int   // produce: connections opened (ApiVersions done) and left idle before the producers connect
-	Groups        int   // groups: consumer groups reading the whole topic at once
+	// TopicConfigs are the topic's configs at creation (w2-durable:
+	// flush.messages=1).
+	TopicConfigs map[string]*string
+	IdleConns    int // produce: connections opened (ApiVersions done) and left idle before the producers connect
+	Groups       int // groups: consumer groups reading the whole topic at once
+	Members      int // share, members: the consumers of the one group (a share group, a classic group) reading the topic
+	RecordLocks  int // share: the group's share.partition.max.record.locks (0: the broker's default)
 	// ClientOpts are added to every client of the run: TLS and SASL for
 	// a secured target (kbroker-sasl-ssl).
 	ClientOpts []kgo.Opt `json:"-"`
@@ -74,6 +79,9 @@ type loadResult struct {
 	E2EP50, E2EP99          time.Duration
 
 	Usage procUsage // zero when no pids
+	// Syncs are the brokers' storage syncs during the timed part (kbroker
+	// targets only).
+	Syncs syncCounts
 
 	Idle   idleCost      // what the idle connections cost the brokers (IdleConns > 0)
 	Groups int           // groups: how many read the topic (Records and Bytes are their sum)
@@ -162,7 +170,10 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadResult, error) {
 	if cfg.Mode == "groups" && cfg.Groups <= 0 {
 		return loadResult{}, errors.New("a groups run needs Groups > 0")
 	}
-	reads := cfg.Mode == "consume" || cfg.Mode == "consume-to-end" || cfg.Mode == "groups"
+	if (cfg.Mode == "share" || cfg.Mode == "members") && cfg.Members <= 0 {
+		return loadResult{}, errors.New("a share or members run needs Members > 0")
+	}
+	reads := cfg.Mode == "consume" || cfg.Mode == "consume-to-end" || cfg.Mode == "groups" || cfg.Mode == "share" || cfg.Mode == "members"
 	if !reads && cfg.Records <= 0 {
 		return loadResult{}, errors.New("a produce run needs a record cap (Records > 0)")
 	}
@@ -218,8 +229,10 @@ func runMode(ctx context.Context, cfg loadConfig, startClock, stopClock func()) 
 		return endToEnd(ctx, cfg, startClock)
 	case "groups":
 		return consumeGroups(ctx, cfg, startClock, stopClock)
+	case "share", "members":
+		return consumeMembers(ctx, cfg, cfg.Mode == "share", startClock, stopClock)
 	}
-	return loadResult{}, fmt.Errorf("unknown mode %q (produce, consume, consume-to-end, e2e, groups)", cfg.Mode)
+	return loadResult{}, fmt.Errorf("unknown mode %q (produce, consume, consume-to-end, e2e, groups, share, members)", cfg.Mode)
 }
 
 // The client settings of every target, stated in BENCHMARKS.md ("Rules

@@ -148,15 +148,17 @@ func suiteCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Out, "out", "out", "results directory (report.md, results.json, profiles/)")
 	fs.IntVar(&cfg.Reps, "reps", 3, "measured repetitions per target")
 	fs.IntVar(&cfg.WarmupReps, "warmup-reps", 1, "unmeasured repetitions of each workload group on each target before the measured ones")
-	records := fs.String("records", "", "records per repetition, e.g. w1=5000000,w2=1000000,w2-acks1=1000000,w4=50000 (these are the defaults; w2-acks1 follows w2)")
+	records := fs.String("records", "", "records per repetition, e.g. w1=5000000,w2=1000000,w2-acks1=1000000,w2-durable=1000000,w4=50000 (these are the defaults; w2-acks1 and w2-durable follow w2)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 5*time.Minute, "a run not done by then fails")
 	fs.IntVar(&cfg.Segments, "segments", 10000, "segments for the restart measure")
+	fs.Int64Var(&cfg.FetchSessionRecords, "fetch-session-records", 200_000, "fetch-sessions: 1 KiB records spread over the 1,000 partitions, drained by each run")
 	fs.StringVar(&cfg.Note, "note", "", "a note for the report header (e.g. the commit built)")
 	fs.BoolVar(&cfg.WarmMemory, "warm-memory", true, "touch the available memory once first, so no target pays the VM's first touch of memory")
 	targets := fs.String("targets", "kbroker,kfake,null,null-rf,kbroker-sasl-ssl", "targets, in alternation order (also: kbroker-b; null-rf and kbroker-sasl-ssl run w2 only)")
-	wls := fs.String("workloads", "w1,w2,w3,w2-acks1,w2-txn,w3-txn,w3-rc,w4,restart,scram-conns",
-		"w1, w2, w3 (reads w2's topic), w2-acks1, w2-txn (transactional w2), w3-txn and w3-rc (read w2-txn's topic, read_uncommitted and read_committed), w4, restart, scram-conns; "+
-			"the scale workloads (make bench-scale): partitions, connections (conn-one, conn-idle, conn-many), consumers (cg-fill, cg-one, cg-many)")
+	wls := fs.String("workloads", "w1,w2,w3,w2-acks1,w2-durable,w2-txn,w3-txn,w3-rc,w4,queue,restart,fetch-sessions,scram-conns", "w1, w2, w3 (reads w2's topic), w2-acks1, w2-durable (w2 with flush.messages=1, kbroker only), "+
+		"w2-txn (transactional w2), w3-txn and w3-rc (read w2-txn's topic, read_uncommitted and read_committed), w4, "+
+		"queue (qs-fill1, qs-share, qs-share-2000, qs-fill4, qs-classic: a share group against a classic group), restart, fetch-sessions, scram-conns; "+
+		"the scale workloads (make bench-scale): partitions, connections (conn-one, conn-idle, conn-many), consumers (cg-fill, cg-one, cg-many)")
 	cfg.Scale = defaultScale
 	sc := &cfg.Scale
 	counts := fs.String("partition-counts", "1000,10000", "partitions: the partition counts, each a step of its own")
@@ -215,7 +217,7 @@ func checkNames(targets []targetKind, wls []string) error {
 	}
 	ws := workloads(defaultCaps, 0, defaultScale)
 	for _, w := range wls {
-		if _, ok := ws[w]; !ok && w != "restart" && w != "partitions" && w != "scram-conns" {
+		if _, ok := ws[w]; !ok && w != "restart" && w != "partitions" && w != "scram-conns" && w != "fetch-sessions" {
 			return fmt.Errorf("--workloads: unknown workload %q", w)
 		}
 		if r := ws[w].reads; r != "" && !slices.Contains(wls, r) {

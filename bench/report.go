@@ -43,35 +43,49 @@ var (
 	mIdleRSS  = metric{"memory per idle connection, KiB (a fresh broker's VmRSS growth / connections)", func(r loadResult) float64 { return r.Idle.RSSPerConn() }, kib}
 	mIdleSock = metric{"broker sockets opened by the idle connections", func(r loadResult) float64 { return float64(r.Idle.Sockets) }, num}
 	mSetup    = metric{"join: every group assigned", func(r loadResult) float64 { return float64(r.Setup) }, msFmt}
+	mFsyncs   = metric{"fsyncs/s, data (the brokers' fsyncs and msyncs)", func(r loadResult) float64 { return r.perSec(r.Syncs.DataSyncs) }, num}
+	mDirSyncs = metric{"fsyncs/s, directories", func(r loadResult) float64 { return r.perSec(r.Syncs.DirSyncs) }, num}
+	mRounds   = metric{"group commit rounds/s (the brokers together)", func(r loadResult) float64 { return r.perSec(r.Syncs.Rounds) }, num}
+	durableM  = append(slices.Clone(produceM), mFsyncs, mDirSyncs, mRounds)
 	produceM  = []metric{mCount, mRecs, mMB, mAck50, mAck99, mAck999, mCPU, mFaults, mHWM, mAnon}
 	groupsM   = []metric{mCount, mRecs, mMB, mCPU, mHWM, mAnon, mSetup}
+	mJoin     = metric{"join: every member assigned", func(r loadResult) float64 { return float64(r.Setup) }, msFmt}
+	queueM    = []metric{mCount, mRecs, mMB, mCPU, mCPURec, mHWM, mAnon, mJoin}
 	wMetrics  = map[string][]metric{
-		"w1":        produceM,
-		"w2":        produceM,
-		"w3":        {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
-		"w2-acks1":  produceM,
-		"w2-txn":    produceM,
-		"w3-txn":    {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
-		"w3-rc":     {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
-		"w4":        {mCount, mRecs, mE2E50, mE2E99, mAck50, mAck99, mCPU, mCPURec, mHWM, mAnon},
-		"conn-one":  produceM,
-		"conn-idle": append(slices.Clone(produceM), mIdleAnon, mIdleRSS, mIdleSock),
-		"conn-many": produceM,
-		"cg-fill":   produceM,
-		"cg-one":    groupsM,
-		"cg-many":   groupsM,
+		"w1":            produceM,
+		"w2":            produceM,
+		"w3":            {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
+		"w2-acks1":      produceM,
+		"w2-durable":    durableM,
+		"w2-txn":        produceM,
+		"w3-txn":        {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
+		"w3-rc":         {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
+		"w4":            {mCount, mRecs, mE2E50, mE2E99, mAck50, mAck99, mCPU, mCPURec, mHWM, mAnon},
+		"conn-one":      produceM,
+		"conn-idle":     append(slices.Clone(produceM), mIdleAnon, mIdleRSS, mIdleSock),
+		"conn-many":     produceM,
+		"cg-fill":       produceM,
+		"cg-one":        groupsM,
+		"cg-many":       groupsM,
+		"qs-fill1":      produceM,
+		"qs-share":      queueM,
+		"qs-share-2000": queueM,
+		"qs-fill4":      produceM,
+		"qs-classic":    queueM,
 	}
 	wDesc = map[string]string{
-		"w1":       "1 partition, 100 B records, acks=1, RF=1, 1 broker",
-		"w2":       "12 partitions, 1 KiB records, acks=all (idempotent), RF=3, 3 brokers",
-		"w3":       "consume all of w2's topic from the start, 3 brokers",
-		"w2-acks1": "w2 with acks=1 (so not idempotent), RF=3, 3 brokers",
-		"w2-txn":   "w2 in transactions: each producer commits every 100 ms (EndAndBeginTransaction, safe), RF=3, 3 brokers",
-		"w3-txn":   "consume all of w2-txn's topic from the start, read_uncommitted, 3 brokers",
-		"w3-rc":    "consume all of w2-txn's topic from the start, read_committed (to the last stable offset, aborted lists), 3 brokers",
-		"w4":       "e2e at 5,000 records/s, 12 partitions, 1 KiB, acks=all (idempotent), RF=3, 3 brokers, linger 0",
+		"w1":         "1 partition, 100 B records, acks=1, RF=1, 1 broker",
+		"w2":         "12 partitions, 1 KiB records, acks=all (idempotent), RF=3, 3 brokers",
+		"w3":         "consume all of w2's topic from the start, 3 brokers",
+		"w2-acks1":   "w2 with acks=1 (so not idempotent), RF=3, 3 brokers",
+		"w2-durable": "w2 with durable acks: flush.messages=1 on the topic (acknowledged once every ISR member fsynced it), RF=3, 3 brokers; kbroker only",
+		"w2-txn":     "w2 in transactions: each producer commits every 100 ms (EndAndBeginTransaction, safe), RF=3, 3 brokers",
+		"w3-txn":     "consume all of w2-txn's topic from the start, read_uncommitted, 3 brokers",
+		"w3-rc":      "consume all of w2-txn's topic from the start, read_committed (to the last stable offset, aborted lists), 3 brokers",
+		"w4":         "e2e at 5,000 records/s, 12 partitions, 1 KiB, acks=all (idempotent), RF=3, 3 brokers, linger 0",
 	}
-	reportOrder = []string{"w1", "w2", "w3", "w2-acks1", "w2-txn", "w3-txn", "w3-rc", "w4", "conn-one", "conn-idle", "conn-many", "cg-fill", "cg-one", "cg-many"}
+	reportOrder = []string{"w1", "w2", "w3", "w2-acks1", "w2-durable", "w2-txn", "w3-txn", "w3-rc", "w4", "qs-fill1", "qs-share", "qs-share-2000", "qs-fill4", "qs-classic",
+		"conn-one", "conn-idle", "conn-many", "cg-fill", "cg-one", "cg-many"}
 )
 
 // median of vs; ok false when there are none.
@@ -117,6 +131,8 @@ func (s *suite) report() {
 		s.issue14()
 		s.issue8()
 		s.issue15()
+		s.issue16()
+		s.issue19()
 		s.scaleTable()
 		s.perRep()
 		s.bystanders()
@@ -298,12 +314,55 @@ var issue15Goals = []goal{
 	{"w2 MB/s over SASL_SSL (SCRAM-SHA-512, TLS between brokers too) vs plaintext", side{"w2", kindKbrokerSASLSSL}, side{"w2", kindKbroker}, mMB, 0.6, true},
 }
 
+// issue16Goals are the share groups issue's throughput goal: a queue on
+// one partition against the classic way of sharing the same load.
+var issue16Goals = []goal{
+	{"share group, 4 consumers on 1 partition, vs a classic group of 4 on 4 partitions (records/s); share.partition.max.record.locks=10000",
+		side{"qs-share", kindKbroker}, side{"qs-classic", kindKbroker}, mRecs, 0.5, true},
+	{"the same with Kafka's default share.partition.max.record.locks, 2000",
+		side{"qs-share-2000", kindKbroker}, side{"qs-classic", kindKbroker}, mRecs, 0.5, true},
+}
+
+func (s *suite) issue16() {
+	if !s.has(kindKbroker) || !s.attemptedAny("qs-share") {
+		return
+	}
+	fmt.Fprintf(s.out, "\n## Issue 16: a share group against a classic group (ratios of medians, this run)\n\n")
+	s.goalTable(issue16Goals)
+	if share, ok := s.median("qs-share", kindKfake, mRecs); ok {
+		if classic, ok := s.median("qs-classic", kindKfake, mRecs); ok && classic > 0 {
+			fmt.Fprintf(s.out, "\n- context: kfake's share group reads %s records/s, %.2fx its classic group (%s records/s)\n",
+				num(share), share/classic, num(classic))
+		}
+	}
+}
+
 func (s *suite) issue15() {
 	if !s.has(kindKbrokerSASLSSL) || !s.attemptedAny("w2") {
 		return
 	}
 	fmt.Fprintf(s.out, "\n## Issue 15: kbroker over SASL_SSL against plaintext (ratios of medians, this run)\n\n")
 	s.goalTable(issue15Goals)
+}
+
+// issue19Goals are the durable acks goal of issue 19.
+var issue19Goals = []goal{
+	{"w2 MB/s with durable acks (flush.messages=1, group commit) vs Kafka's default flush policy", side{"w2-durable", kindKbroker}, side{"w2", kindKbroker}, mMB, 0.5, true},
+}
+
+func (s *suite) issue19() {
+	if !s.has(kindKbroker) || !s.attemptedAny("w2-durable") {
+		return
+	}
+	fmt.Fprintf(s.out, "\n## Issue 19: durable acks against the default (ratios of medians, this run)\n\n")
+	s.goalTable(issue19Goals)
+	for _, m := range []metric{mFsyncs, mDirSyncs, mRounds} {
+		a, okA := s.median("w2-durable", kindKbroker, m)
+		b, okB := s.median("w2", kindKbroker, m)
+		if okA && okB {
+			fmt.Fprintf(s.out, "- %s: w2-durable %s, w2 %s\n", m.name, m.format(a), m.format(b))
+		}
+	}
 }
 
 func (s *suite) issue20() {

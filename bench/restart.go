@@ -20,14 +20,11 @@ import (
 const restartPartitions = 100
 
 func (s *suite) restart(ctx context.Context) error {
-	dir := filepath.Join(s.cfg.Out, "runs", "restart")
-	os.RemoveAll(dir)
-	defer os.RemoveAll(dir)
-	c, err := startCluster(ctx, startOpts{kind: kindKbroker, brokers: 1, dir: dir, kbroker: s.cfg.Kbroker})
+	c, done, err := s.kbrokerAlone(ctx, "restart")
 	if err != nil {
 		return err
 	}
-	defer c.stop()
+	defer done()
 	adm, cl, err := adminClient(c.addrs)
 	if err != nil {
 		return err
@@ -132,4 +129,18 @@ func produceEveryPartition(ctx context.Context, brokers []string) error {
 		}
 	}
 	return nil
+}
+
+// kbrokerAlone starts one kbroker in a fresh directory runs/name of the
+// results for a kbroker-only measure; done stops it and removes the
+// directory.
+func (s *suite) kbrokerAlone(ctx context.Context, name string) (c *cluster, done func(), err error) {
+	dir := filepath.Join(s.cfg.Out, "runs", name)
+	os.RemoveAll(dir)
+	c, err = startCluster(ctx, startOpts{kind: kindKbroker, brokers: 1, dir: dir, kbroker: s.cfg.Kbroker})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	return c, func() { c.stop(); os.RemoveAll(dir) }, nil
 }

@@ -47,6 +47,7 @@ var defaultScale = scaleConfig{
 var selectors = map[string][]string{
 	"connections": {"conn-one", "conn-idle", "conn-many"},
 	"consumers":   {"cg-fill", "cg-one", "cg-many"},
+	"queue":       {"qs-fill1", "qs-share", "qs-share-2000", "qs-fill4", "qs-classic"},
 }
 
 // expandWorkloads replaces each selector by its workloads, keeping order

@@ -42,10 +42,12 @@ type suiteConfig struct {
 	Caps       map[string]int64 // records per repetition, by produce workload
 	Timeout    time.Duration    // of each run
 	Targets    []targetKind
-	Workloads  []string // w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart, partitions and scale.go's
-	Segments   int      // segments for the restart measure
-	Note       string   // printed in the report's header (the build, say)
-	WarmMemory bool     // touch the available memory once first (warm.go)
+	Workloads  []string // w1, w2, w3 (reads w2's topic), w2-acks1, w4, restart, fetch-sessions, partitions and scale.go's
+	// FetchSessionRecords fill the fetch-sessions topic (fetchsessions.go).
+	FetchSessionRecords int64
+	Segments            int    // segments for the restart measure
+	Note                string // printed in the report's header (the build, say)
+	WarmMemory          bool   // touch the available memory once first (warm.go)
 	// ScramConns SCRAM connections set up, ScramConcurrency at a time
 	// (scram-conns, secure.go).
 	ScramConns, ScramConcurrency int
@@ -56,12 +58,13 @@ type suiteConfig struct {
 // w1 and 1 GB for w2 (the independent harness's 1,000,000), ten seconds
 // at 5,000 records/s for w4.
 // The connections runs and the consumers' topic have w2's volume.
-var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w2-txn": 1_000_000, "w4": 50_000,
-	"conn-one": 1_000_000, "conn-idle": 1_000_000, "conn-many": 1_000_000, "cg-fill": 1_000_000}
+var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w2-durable": 1_000_000, "w2-txn": 1_000_000, "w4": 50_000,
+	"conn-one": 1_000_000, "conn-idle": 1_000_000, "conn-many": 1_000_000, "cg-fill": 1_000_000,
+	"qs-fill1": 300_000, "qs-fill4": 300_000}
 
 // capFollows are the caps that follow another's unless given, so that the
 // runs compared with each other have equal volumes.
-var capFollows = map[string]string{"w2-acks1": "w2", "w2-txn": "w2", "conn-idle": "conn-one", "conn-many": "conn-one"}
+var capFollows = map[string]string{"w2-acks1": "w2", "w2-durable": "w2", "w2-txn": "w2", "conn-idle": "conn-one", "conn-many": "conn-one", "qs-fill4": "qs-fill1"}
 
 // parseCaps reads "w1=N,w2=N,..." over the defaults; a cap of capFollows
 // follows its leader's unless given.
@@ -117,20 +120,24 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 	acks1.Topic, acks1.Acks, acks1.Idempotent = "w2-acks1", "1", false
 	txn := w2 // issue 14: w2 in transactions committed every 100 ms
 	txn.Topic, txn.CommitEvery = "w2-txn", 100*time.Millisecond
+	durable := w2
+	durable.Topic, durable.TopicConfigs = "w2-durable", map[string]*string{"flush.messages": ptr("1")}
 	w4 := w2
 	w4.Topic, w4.Rate, w4.Linger, w4.Mode = "w4", 5000, 0, "e2e"
 	ws := map[string]workload{
 		"w1": {name: "w1", brokers: 1, load: loadConfig{Topic: "w1", Partitions: 1, RF: 1, RecordBytes: 100, Acks: "1",
 			Linger: 10 * time.Millisecond, Mode: "produce"}},
-		"w2":       {name: "w2", brokers: 3, load: w2},
-		"w3":       {name: "w3", brokers: 3, reads: "w2", load: loadConfig{Topic: "w2", Mode: "consume"}},
-		"w2-acks1": {name: "w2-acks1", brokers: 3, load: acks1},
-		"w2-txn":   {name: "w2-txn", brokers: 3, load: txn},
-		"w3-txn":   {name: "w3-txn", brokers: 3, reads: "w2-txn", load: loadConfig{Topic: "w2-txn", Mode: "consume-to-end"}},
-		"w3-rc":    {name: "w3-rc", brokers: 3, reads: "w2-txn", load: loadConfig{Topic: "w2-txn", Mode: "consume-to-end", ReadCommitted: true}},
-		"w4":       {name: "w4", brokers: 3, load: w4},
+		"w2":         {name: "w2", brokers: 3, load: w2},
+		"w3":         {name: "w3", brokers: 3, reads: "w2", load: loadConfig{Topic: "w2", Mode: "consume"}},
+		"w2-acks1":   {name: "w2-acks1", brokers: 3, load: acks1},
+		"w2-durable": {name: "w2-durable", brokers: 3, load: durable},
+		"w2-txn":     {name: "w2-txn", brokers: 3, load: txn},
+		"w3-txn":     {name: "w3-txn", brokers: 3, reads: "w2-txn", load: loadConfig{Topic: "w2-txn", Mode: "consume-to-end"}},
+		"w3-rc":      {name: "w3-rc", brokers: 3, reads: "w2-txn", load: loadConfig{Topic: "w2-txn", Mode: "consume-to-end", ReadCommitted: true}},
+		"w4":         {name: "w4", brokers: 3, load: w4},
 	}
 	maps.Copy(ws, scaleWorkloads(sc))
+	maps.Copy(ws, queueWorkloads())
 	for name, w := range ws {
 		w.load.Producers, w.load.Timeout = max(w.load.Producers, 1), timeout
 		if w.reads == "" {
@@ -144,9 +151,10 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 
 // groups are the workloads run back to back on one target in one
 // repetition: w3 reads w2's topic before it is deleted, and w2-acks1 follows
-// so that kbroker's acks=all and acks=1 runs are minutes apart at most.
+// so that kbroker's acks=all and acks=1 runs are minutes apart at most, and
+// w2-durable (durable acks) after them.
 // Groups of one stage share the stage's clusters.
-var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1", "w2-txn", "w3-txn", "w3-rc"}, {"w4"},
+var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1", "w2-durable", "w2-txn", "w3-txn", "w3-rc"}, {"w4"}, {"qs-fill1", "qs-share", "qs-share-2000", "qs-fill4", "qs-classic"},
 	{"conn-one", "conn-idle", "conn-many"}, {"cg-fill", "cg-one", "cg-many"}}
 
 // rotation is the order of the targets in repetition rep (1-based; the
@@ -167,10 +175,12 @@ func rotation(targets []targetKind, rep int) []targetKind {
 // consumer groups and is no peer for holding partitions.
 func runsWorkload(t targetKind, w string) bool {
 	switch {
+	case w == "w2-durable":
+		return t == kindKbroker || t == kindKbrokerB // flush.messages=1 means nothing to the others
 	case t == kindNullRF, t == kindKbrokerSASLSSL:
 		return w == "w2"
 	case t == kindNull:
-		return w != "partitions" && !strings.HasPrefix(w, "cg-") && w != "w2-txn" && w != "w3-txn" && w != "w3-rc"
+		return w != "partitions" && !strings.HasPrefix(w, "cg-") && !strings.HasPrefix(w, "qs-") && w != "w2-txn" && w != "w3-txn" && w != "w3-rc"
 	}
 	return true
 }
@@ -253,6 +263,11 @@ func (s *suite) extras(ctx context.Context) {
 	if s.enabled("restart") && slices.Contains(s.cfg.Targets, kindKbroker) {
 		if err := s.restart(ctx); err != nil {
 			fmt.Fprintf(s.out, "\nrestart measure failed: %v\n", err)
+		}
+	}
+	if s.enabled("fetch-sessions") && slices.Contains(s.cfg.Targets, kindKbroker) {
+		if err := s.fetchSessions(ctx); err != nil {
+			fmt.Fprintf(s.out, "\nfetch-sessions measure failed: %v\n", err)
 		}
 	}
 	if s.enabled("scram-conns") && s.cfg.ScramConns > 0 {
@@ -441,8 +456,28 @@ func (s *suite) runOne(ctx context.Context, st *stage, name string, rr runRecord
 	}
 	bystanders := watchProcs(others)
 	rr.LoadAvg = loadAvg()
+	var syncsAtStart syncCounts
+	var syncsErr error
+	if len(c.metrics) > 0 {
+		onTimed := lc.onTimed
+		lc.onTimed = func() {
+			syncsAtStart, syncsErr = scrapeSyncs(ctx, c.metrics)
+			if onTimed != nil {
+				onTimed()
+			}
+		}
+	}
 	start := time.Now()
 	res, err := runLoad(ctx, lc)
+	if len(c.metrics) > 0 && err == nil && syncsErr == nil {
+		var end syncCounts
+		if end, syncsErr = scrapeSyncs(ctx, c.metrics); syncsErr == nil {
+			res.Syncs = end.minus(syncsAtStart)
+		}
+	}
+	if syncsErr != nil {
+		s.logf("%s %s: sync counters not read: %v", name, rr.Target, syncsErr)
+	}
 	rr.Bystanders, rr.Wall = bystanders.finish().CPU, time.Since(start)
 	rr.Result = res
 	if lc.IdleConns > 0 {
@@ -576,3 +611,6 @@ func memTotal() string {
 	}
 	return "? RAM"
 }
+
+// ptr returns a pointer to v.
+func ptr[T any](v T) *T { return &v }

@@ -45,9 +45,11 @@ type cluster struct {
 	kind  targetKind
 	addrs []string // client addresses, one per broker
 	pprof []string // pprof addresses (profiling kbroker only)
-	procs []*exec.Cmd
-	exits []chan struct{}
-	dir   string // its data and logs
+	// metrics are kbroker's /metrics listeners (kbroker targets).
+	metrics []string
+	procs   []*exec.Cmd
+	exits   []chan struct{}
+	dir     string // its data and logs
 	// loadAddrs and loadOpts, when set, are where and how the load's
 	// clients connect (a secured target); addrs stay the PLAINTEXT
 	// listener the suite's own topic and readiness checks use.
@@ -168,31 +170,32 @@ func (c *cluster) launch(cmd *exec.Cmd) error {
 // a voter, as make cluster does) with default config and waits until each
 // serves Metadata listing all of them.
 func startKbroker(ctx context.Context, o startOpts) (*cluster, error) {
-	ports, err := freePorts(3 * o.brokers)
+	ports, err := freePorts(4 * o.brokers)
 	if err != nil {
 		return nil, err
 	}
 	var voters []string
 	for i := range o.brokers {
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[3*i+1]))
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[4*i+1]))
 	}
 	c := &cluster{kind: o.kind, dir: o.dir}
 	for i := range o.brokers {
-		client := fmt.Sprintf("127.0.0.1:%d", ports[3*i])
+		client := fmt.Sprintf("127.0.0.1:%d", ports[4*i])
+		metrics := fmt.Sprintf("127.0.0.1:%d", ports[4*i+3])
 		args := append([]string{
 			"serve",
 			fmt.Sprintf("--node.id=%d", i+1),
-			fmt.Sprintf("--listeners=PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", client, ports[3*i+1]),
+			fmt.Sprintf("--listeners=PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", client, ports[4*i+1]),
 			"--controller.listener.names=CONTROLLER",
 			"--controller.quorum.voters=" + strings.Join(voters, ","),
 			"--log.dirs=" + filepath.Join(o.dir, fmt.Sprintf("node-%d", i+1)),
-			"--metrics.listen=",
+			"--metrics.listen=" + metrics,
 			"--log.level=warn",
 		}, o.flags...)
 		cmd := exec.Command(o.kbroker, args...)
 		cmd.Env = withoutKbrokerEnv()
 		if o.pprof {
-			addr := fmt.Sprintf("127.0.0.1:%d", ports[3*i+2])
+			addr := fmt.Sprintf("127.0.0.1:%d", ports[4*i+2])
 			cmd.Env = append(cmd.Env, "PPROF_LISTEN="+addr)
 			c.pprof = append(c.pprof, addr)
 		}
@@ -201,6 +204,7 @@ func startKbroker(ctx context.Context, o startOpts) (*cluster, error) {
 			return nil, err
 		}
 		c.addrs = append(c.addrs, client)
+		c.metrics = append(c.metrics, metrics)
 	}
 	if err := waitServing(ctx, c, 90*time.Second); err != nil {
 		c.stop()

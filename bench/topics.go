@@ -33,7 +33,7 @@ func ensureTopic(ctx context.Context, cfg loadConfig) error {
 		return err
 	}
 	defer cl.Close()
-	resp, err := adm.CreateTopic(ctx, int32(max(cfg.Partitions, 1)), int16(max(cfg.RF, 1)), nil, cfg.Topic)
+	resp, err := adm.CreateTopic(ctx, int32(max(cfg.Partitions, 1)), int16(max(cfg.RF, 1)), cfg.TopicConfigs, cfg.Topic)
 	if err == nil {
 		err = resp.Err
 	}

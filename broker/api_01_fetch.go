@@ -23,10 +23,9 @@ package broker
 // MinBytes available or MaxWaitMillis passes; it is woken by the partitions'
 // watchers, never by polling.
 //
-// Fetch sessions (KIP-227): kbroker does not create sessions. A full fetch
-// that asks for one is answered with session id 0, which tells the client to
-// go on with full fetches; an incremental fetch of an unknown session gets
-// FETCH_SESSION_ID_NOT_FOUND.
+// Fetch sessions (KIP-227, v7+): fetch_session.go and package
+// broker/fetchsession. An incremental fetch reads the session's partitions
+// and answers those with news; a full fetch with epoch 0 creates a session.
 
 import (
 	"context"
@@ -35,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/broker/fetchsession"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/replication"
@@ -46,10 +46,19 @@ type fetchRead struct {
 	resp     *kmsg.FetchResponse
 	bytes    int
 	hasError bool
-	releases []func()
+	// redirected is set when a partition names a preferred read replica
+	// (KIP-392): answered at once, as an error is.
+	redirected bool
+	releases   []func()
 	// files holds, for each partition with records in resp's order, the
 	// open segment file its records come from (nil when none is open).
 	files []fetchFile
+}
+
+// ready reports whether the read is the answer: MinBytes reached, or a
+// partition that must be answered at once (an error, a preferred replica).
+func (fr *fetchRead) ready(minBytes int) bool {
+	return fr.bytes >= minBytes || fr.hasError || fr.redirected
 }
 
 // body is the response to write: with writev when it carries enough
@@ -74,7 +83,7 @@ func (fr *fetchRead) release() {
 // allocated: a long poll reads its partitions again on every wake-up.
 // Only a read that was released and not answered may be reset.
 func (fr *fetchRead) reset() {
-	fr.bytes, fr.hasError = 0, false
+	fr.bytes, fr.hasError, fr.redirected = 0, false, false
 	for i := range fr.resp.Topics {
 		clear(fr.resp.Topics[i].Partitions)
 		fr.resp.Topics[i].Partitions = fr.resp.Topics[i].Partitions[:0]
@@ -96,22 +105,25 @@ func (fr *fetchRead) partitionsFor(ti, n int) []kmsg.FetchResponseTopicPartition
 
 func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.FetchRequest)
-	if r.SessionID != 0 {
+	fs := b.newFetchSession(r)
+	if fs.ctx.Kind == fetchsession.Failed {
 		resp := r.ResponseKind().(*kmsg.FetchResponse)
-		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
+		resp.ErrorCode = fs.ctx.ErrorCode
 		return protocol.Response{Body: resp}
 	}
-	denied := b.fetchDenied(req, r)
-	first := b.readFetch(r, denied)
+	denied := b.fetchDenied(req, fs.read)
+	first := b.readFetch(fs.read, denied)
 	minBytes := max(int(r.MinBytes), 1)
-	if first.bytes >= minBytes || first.hasError || r.MaxWaitMillis <= 0 {
+	if first.ready(minBytes) || r.MaxWaitMillis <= 0 || fs.hasNews(first) {
+		fs.finish(first)
 		return protocol.Response{Body: first.body(), Done: first.release}
 	}
 	first.release()
 	var last *fetchRead
 	return protocol.Response{
 		Later: func(ctx context.Context) kmsg.Response {
-			last = b.longPollFetch(ctx, r, minBytes, denied, first)
+			last = b.longPollFetch(ctx, fs, minBytes, denied, first)
+			fs.finish(last)
 			return last.body()
 		},
 		Done: func() {
@@ -122,11 +134,12 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 	}
 }
 
-// longPollFetch waits until MinBytes are ready, MaxWait passes or the
-// connection closes, and returns the last read, made into res (the
-// handler's first read, released).
-func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minBytes int, denied map[string]bool, res *fetchRead) *fetchRead {
-	w := replication.NewWaiterFor(fetchWakeEvents(r))
+// longPollFetch waits until MinBytes are ready, a follower's session has
+// news, MaxWait passes or the connection closes, and returns the last read
+// of fs.read, made into res (the handler's first read, released).
+func (b *Broker) longPollFetch(ctx context.Context, fs fetchSession, minBytes int, denied map[string]bool, res *fetchRead) *fetchRead {
+	r := fs.read
+	w := replication.NewWaiterFor(fetchWakeEvents(r, fs))
 	parts := b.fetchPartitions(r)
 	for _, p := range parts {
 		p.WatchOn(w)
@@ -142,7 +155,7 @@ func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minByt
 		// Read before waiting: an append or HW move between the handler's
 		// first read and the watchers' registration above woke nobody.
 		res = b.readFetchInto(r, denied, res)
-		if res.bytes >= minBytes || res.hasError {
+		if res.ready(minBytes) || fs.hasNews(res) {
 			return res
 		}
 		res.release()
@@ -157,13 +170,16 @@ func (b *Broker) longPollFetch(ctx context.Context, r *kmsg.FetchRequest, minByt
 }
 
 // fetchWakeEvents are the changes that can give a waiting fetch more to
-// read: appends for a follower, which reads up to the log end; HW moves for
-// a consumer, which reads up to it. A read_committed consumer is woken by
-// both: its bound, the last stable offset, also moves with the markers
-// that end transactions.
-func fetchWakeEvents(r *kmsg.FetchRequest) replication.Events {
+// read: appends for a follower, which reads up to the log end, and HW moves
+// too when its session answers them (hasNews); HW moves for a consumer,
+// which reads up to it. A read_committed consumer is woken by both: its
+// bound, the last stable offset, also moves with the markers that end
+// transactions.
+func fetchWakeEvents(r *kmsg.FetchRequest, fs fetchSession) replication.Events {
 	replicaID, _ := replication.FetchReplica(r)
 	switch {
+	case replicaID >= 0 && fs.ctx.Kind == fetchsession.Incremental:
+		return replication.LogEndMoved | replication.HighWatermarkMoved
 	case replicaID >= 0:
 		return replication.LogEndMoved
 	case r.IsolationLevel == 1:
@@ -270,6 +286,9 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 	}
 	var res replication.ReadResult
 	var err error
+	if replicaID >= 0 && b.leaderThrottled(part, name, replicaID) {
+		limit, minOne = 0, false // answered without records (replication_throttle.go)
+	}
 	if replicaID >= 0 {
 		// The broker epoch (v15+) goes with an ISR expansion to the
 		// controller, which refuses one a restarted replica did not earn (KIP-903).
@@ -279,7 +298,7 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 			CurrentLeaderEpoch: rp.CurrentLeaderEpoch, MaxBytes: limit, MinOneBatch: minOne,
 		})
 	} else {
-		res, err = part.ReadForConsumerAt(replication.Isolation(r.IsolationLevel), rp.FetchOffset, limit, rp.CurrentLeaderEpoch, minOne)
+		res, err = b.readForConsumer(view, r, name, part, rp, limit, minOne, op, fr)
 	}
 	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 	if err != nil {

@@ -8,7 +8,8 @@ package broker
 // A partition without a leader gets LEADER_NOT_AVAILABLE. Topics asked for by
 // name that do not exist are created when the request allows it (v4+; always
 // before v4) and auto.create.topics.enable is on; the answer for them is
-// LEADER_NOT_AVAILABLE, as Kafka's, and the client asks again.
+// LEADER_NOT_AVAILABLE with no partitions, as Kafka's, and the client asks
+// again.
 // v10+ may ask by topic id. Authorization: topics without DESCRIBE are left
 // out of an all-topics answer and TOPIC_AUTHORIZATION_FAILED when named;
 // auto-creation needs CLUSTER or TOPIC CREATE; authorized operations are
@@ -37,41 +38,57 @@ const (
 
 func (b *Broker) handleMetadata(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.MetadataRequest)
-	autoCreate := b.cfg.AutoCreateTopicsEnable && (r.Version < 4 || r.AllowAutoTopicCreation)
-	var missing []string
-	var createDenied map[string]int16
-	if autoCreate {
-		missing, createDenied = b.authorizeAutoCreate(req, b.missingTopics(r))
+	if len(b.unknownTopics(r)) == 0 {
+		return protocol.Response{Body: b.authorizeMetadata(req, r, b.metadataResponse(req, r, nil))}
 	}
-	if len(missing) == 0 {
-		return protocol.Response{Body: b.authorizeMetadata(req, r, b.metadataResponse(req, r, createDenied))}
-	}
-	// Creating goes through the controller: answer later, without holding up
-	// this connection's reader.
+	// A topic asked for by name that this broker does not know may have
+	// been created a moment ago through another broker: catch up with the
+	// controller's commits first (syncMetadata). Creating goes through the
+	// controller too. Both answer later, without holding up this
+	// connection's reader.
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		created := b.autoCreateTopics(ctx, missing)
-		maps.Copy(created, createDenied)
+		b.syncMetadata(ctx)
+		autoCreate := b.cfg.AutoCreateTopicsEnable && (r.Version < 4 || r.AllowAutoTopicCreation)
+		var missing []string
+		var created map[string]int16
+		if autoCreate {
+			missing, created = b.authorizeAutoCreate(req, nonInternal(b.unknownTopics(r)))
+		}
+		if len(missing) > 0 {
+			autoCreated := b.autoCreateTopics(ctx, missing)
+			if created == nil {
+				created = autoCreated
+			} else {
+				maps.Copy(created, autoCreated)
+			}
+		}
 		return b.authorizeMetadata(req, r, b.metadataResponse(req, r, created))
 	}}
 }
 
-// missingTopics lists the valid topic names asked for that do not exist.
-func (b *Broker) missingTopics(r *kmsg.MetadataRequest) []string {
-	view := b.view()
+// unknownTopics lists the valid topic names asked for that this broker's
+// image does not have.
+func (b *Broker) unknownTopics(r *kmsg.MetadataRequest) []string {
+	view := b.announcedView()
 	var out []string
 	for _, t := range r.Topics {
 		if t.Topic == nil || *t.Topic == "" {
 			continue
 		}
-		if _, ok := view.img.Topics[*t.Topic]; !ok && validTopicName(*t.Topic) == nil && !isInternalTopic(*t.Topic) {
+		if _, ok := view.img.Topics[*t.Topic]; !ok && validTopicName(*t.Topic) == nil {
 			out = append(out, *t.Topic)
 		}
 	}
 	return out
 }
 
+// nonInternal drops internal topics, which are never auto-created.
+func nonInternal(topics []string) []string {
+	return slices.DeleteFunc(topics, isInternalTopic)
+}
+
 func (b *Broker) metadataResponse(req *protocol.Request, r *kmsg.MetadataRequest, created map[string]int16) *kmsg.MetadataResponse {
-	view := b.view()
+	view := b.announcedView()
 	img := view.img
 	resp := r.ResponseKind().(*kmsg.MetadataResponse)
 	resp.ClusterID = kmsg.StringPtr(img.ClusterID)
@@ -114,18 +131,19 @@ func (b *Broker) metadataRequestedTopic(img *controller.Image, rt kmsg.MetadataR
 		return b.metadataTopic(img, t, r)
 	}
 	name := *rt.Topic
+	if code, ok := created[name]; ok {
+		// Created by this request: Kafka answers LEADER_NOT_AVAILABLE
+		// with no partitions, even once the creation is applied here;
+		// the client asks again.
+		mt.ErrorCode = code
+		return mt
+	}
 	if t, ok := img.Topics[name]; ok {
 		return b.metadataTopic(img, t, r)
 	}
 	switch {
 	case validTopicName(name) != nil:
 		mt.ErrorCode = kerr.InvalidTopicException.Code
-	case created != nil:
-		if code, ok := created[name]; ok {
-			mt.ErrorCode = code
-		} else {
-			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-		}
 	default:
 		mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 	}
@@ -227,5 +245,5 @@ func (b *Broker) metadataControllerID(img *controller.Image) int32 {
 }
 
 func isInternalTopic(name string) bool {
-	return name == "__consumer_offsets" || name == "__transaction_state"
+	return name == "__consumer_offsets" || name == "__transaction_state" || name == "__share_group_state"
 }

@@ -7,7 +7,10 @@ package broker
 // use; until it has a leader the answer is COORDINATOR_NOT_AVAILABLE and the
 // client asks again. v4+ batches keys. Transactional ids (type 1) map the
 // same way to the leader of their __transaction_state partition, created on
-// first use. Share groups (type 2): INVALID_REQUEST.
+// first use. Share keys (type 2, v6+, KIP-932) "group:topicId:partition"
+// map to the leader of their __share_group_state partition (created on
+// first use; INVALID_REQUEST for a malformed key); share groups themselves
+// use type 0.
 
 import (
 	"context"
@@ -35,7 +38,10 @@ func (b *Broker) handleFindCoordinator(_ context.Context, req *protocol.Request)
 	}}
 }
 
-func (b *Broker) findCoordinator(ctx context.Context, key string, keyType int8, listener string) kmsg.FindCoordinatorResponseCoordinator {
+func (b *Broker) findCoordinator(ctx context.Context, version int16, key string, keyType int8, listener string) kmsg.FindCoordinatorResponseCoordinator {
+	if keyType == 2 {
+		return b.shares.findCoordinator(ctx, version, key, listener)
+	}
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID = key, -1
 	switch keyType {

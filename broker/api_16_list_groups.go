@@ -1,13 +1,15 @@
 package broker
 
 // ListGroups (key 16), v0-v5 (states v4+, types v5+): the groups this broker
-// coordinates; clients ask every broker.
-// Served by the group coordinator (broker/group); the answer is produced on
-// the connection's writer, so waiting for a rebalance or for the ISR does not
-// hold up the reader.
+// coordinates, classic and consumer (broker/group) and share groups
+// (broker/share, type "share"); clients ask every broker.
+// The answer is produced on the connection's writer, so waiting for a
+// rebalance or for the ISR does not hold up the reader.
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -18,6 +20,10 @@ func (b *Broker) handleListGroups(_ context.Context, req *protocol.Request) prot
 	r := req.Body.(*kmsg.ListGroupsRequest)
 	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
 		resp := b.groups.coord.ListGroups(ctx, r)
+		shareGroups, code := b.shares.groups.ListGroups(r.StatesFilter, r.TypesFilter)
+		resp.Groups = append(resp.Groups, shareGroups...)
+		resp.ErrorCode = max(resp.ErrorCode, code)
+		slices.SortFunc(resp.Groups, func(a, b kmsg.ListGroupsResponseGroup) int { return strings.Compare(a.Group, b.Group) })
 		b.filterListGroups(req, resp)
 		return resp
 	}}

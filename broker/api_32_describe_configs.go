@@ -8,11 +8,14 @@ package broker
 // the environment or a flag; DEFAULT_CONFIG otherwise), with synonyms on
 // request, types (v3+) and documentation (v3+). BROKER resources (this broker's
 // id, or "" for cluster defaults) list every broker key with its source.
-// ConfigNames filters; an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION.
+// GROUP resources list a group's share.* configs (GROUP_CONFIG when set,
+// DEFAULT_CONFIG otherwise; share_configs.go). ConfigNames filters; an
+// unknown topic gets UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -61,6 +64,8 @@ func (b *Broker) handleDescribeConfigs(_ context.Context, req *protocol.Request)
 			b.describeTopicConfigs(view, r, rr, &res)
 		case kmsg.ConfigResourceTypeBroker:
 			b.describeBrokerConfigs(view, r, rr, &res)
+		case kmsg.ConfigResourceTypeGroupConfig:
+			b.describeGroupConfigs(view, r, rr, &res)
 		case kmsg.ConfigResourceTypeBrokerLogger:
 			// Loggers are not configurable per class: an empty list.
 		default:
@@ -177,5 +182,42 @@ func (b *Broker) describeBrokerConfigs(view *metadataView, r *kmsg.DescribeConfi
 			c.Documentation = kmsg.StringPtr(e.Doc)
 		}
 		res.Configs = append(res.Configs, c)
+	}
+	b.describeDynamicOnly(view, r, rr, res)
+}
+
+// describeDynamicOnly adds the dynamic broker configs that have no static
+// entry (listener.name.<l>.* set through AlterConfigs), as Kafka lists
+// them: secrets as null.
+func (b *Broker) describeDynamicOnly(view *metadataView, r *kmsg.DescribeConfigsRequest, rr kmsg.DescribeConfigsRequestResource, res *kmsg.DescribeConfigsResponseResource) {
+	resources := []string{""}
+	if rr.ResourceName != "" {
+		resources = []string{strconv.Itoa(int(b.cfg.NodeID)), ""} // its own first
+	}
+	seen := map[string]bool{}
+	for _, resource := range resources {
+		for _, name := range slices.Sorted(maps.Keys(view.img.BrokerConfigs[resource])) {
+			if seen[name] || !config.IsDynamicOnly(name) || (rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, name)) {
+				continue
+			}
+			seen[name] = true
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name, c.Source = name, kmsg.ConfigSource(sourceDynamicDefaultBroker)
+			if resource != "" {
+				c.Source = kmsg.ConfigSource(sourceDynamicBroker)
+			}
+			c.ConfigType = kmsg.ConfigType(config.TypeString)
+			if config.SensitiveProperty(name) {
+				c.IsSensitive, c.ConfigType = true, kmsg.ConfigType(config.TypePassword)
+			} else {
+				c.Value = kmsg.StringPtr(view.img.BrokerConfigs[resource][name])
+			}
+			if r.IncludeSynonyms {
+				syn := synonym(name, "", int8(c.Source))
+				syn.Value = c.Value
+				c.ConfigSynonyms = []kmsg.DescribeConfigsResponseResourceConfigConfigSynonym{syn}
+			}
+			res.Configs = append(res.Configs, c)
+		}
 	}
 }

@@ -1,6 +1,6 @@
 package broker
 
-// IncrementalAlterConfigs (key 44), v0-v1: SET, DELETE, APPEND, SUBTRACT on TOPIC and BROKER configs; invalid or unknown keys get INVALID_CONFIG with a message. Changes take effect without restarts (min.insync.replicas, retention, segment sizes, unclean election, ...).
+// IncrementalAlterConfigs (key 44), v0-v1: SET, DELETE, APPEND, SUBTRACT on TOPIC, BROKER and GROUP (share.*) configs; invalid or unknown keys get INVALID_CONFIG with a message. Changes take effect without restarts (min.insync.replicas, retention, segment sizes, unclean election, ...).
 // Forwarded to the active controller (forward.go).
 
 import (

@@ -4,8 +4,9 @@ package broker
 //
 // Metadata of topics' partitions, paginated: at most ResponsePartitionLimit
 // partitions per answer (default 2000), resuming at Cursor, with NextCursor
-// set when more remain. No topics asked for means every topic. Eligible
-// leader replicas are not tracked yet: empty lists.
+// set when more remain. No topics asked for means every topic. Each
+// partition carries its eligible leader replicas and last known leader
+// (KIP-966: replication/controller/elr.go), the one API that shows them.
 
 import (
 	"context"
@@ -76,7 +77,8 @@ func (b *Broker) handleDescribeTopicPartitions(_ context.Context, req *protocol.
 			op := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 			op.Partition, op.LeaderID, op.LeaderEpoch = p.Index, p.Leader, p.LeaderEpoch
 			op.Replicas, op.ISR = slices.Clone(p.Replicas), slices.Clone(p.ISR)
-			op.EligibleLeaderReplicas, op.LastKnownELR = []int32{}, []int32{}
+			op.EligibleLeaderReplicas = append([]int32{}, p.ELR...)
+			op.LastKnownELR = append([]int32{}, p.LastKnownELR...)
 			op.OfflineReplicas = offlineReplicas(img, p.Replicas)
 			if p.Leader < 0 {
 				op.ErrorCode = kerr.LeaderNotAvailable.Code

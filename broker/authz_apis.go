@@ -25,6 +25,19 @@ func refuse(req *protocol.Request, code int16) protocol.Response {
 	return protocol.Response{Close: true}
 }
 
+// partitionByAuthorized splits items into those check allows (code 0)
+// and the answers deny makes of the others.
+func partitionByAuthorized[T, D any](items []T, check func(T) int16, deny func(T, int16) D) (keep []T, denied []D) {
+	for _, it := range items {
+		if code := check(it); code != 0 {
+			denied = append(denied, deny(it, code))
+			continue
+		}
+		keep = append(keep, it)
+	}
+	return keep, denied
+}
+
 // fetchDenied lists the topics a Fetch may not read: every topic of a
 // follower without CLUSTER_ACTION, or each topic a consumer lacks READ on.
 func (b *Broker) fetchDenied(req *protocol.Request, r *kmsg.FetchRequest) map[string]bool {
@@ -222,6 +235,8 @@ func (b *Broker) coordinatorKeyAllowed(req *protocol.Request, keyType int8, key 
 		return b.groupAllowed(req, acl.OpDescribe, key)
 	case 1:
 		return b.TransactionalIDAllowed(req, acl.OpDescribe, key)
+	case 2: // share coordinator keys: an inter-broker lookup
+		return b.clusterAllowed(req, acl.OpClusterAction)
 	}
 	return 0
 }
@@ -234,7 +249,7 @@ func (b *Broker) findAuthorizedCoordinator(ctx context.Context, req *protocol.Re
 		c.Key, c.NodeID, c.ErrorCode = key, -1, code
 		return c
 	}
-	return b.findCoordinator(ctx, key, keyType, req.Conn.Listener)
+	return b.findCoordinator(ctx, req.Version, key, keyType, req.Conn.Listener)
 }
 
 // authorizeOffsetCommit keeps the topics the principal may READ (the group
@@ -415,11 +430,17 @@ func (b *Broker) authorizeDeleteGroups(req *protocol.Request, r *kmsg.DeleteGrou
 // consumerHeartbeatDenied is ConsumerGroupHeartbeat's check: READ on the
 // group and DESCRIBE on every subscribed topic name (Kafka 4.0).
 func (b *Broker) consumerHeartbeatDenied(req *protocol.Request, r *kmsg.ConsumerGroupHeartbeatRequest) (int16, string) {
-	if code := b.groupAllowed(req, acl.OpRead, r.Group); code != 0 {
+	return b.groupHeartbeatDenied(req, r.Group, r.SubscribedTopicNames)
+}
+
+// groupHeartbeatDenied is the check of the KIP-848 and KIP-932
+// heartbeats: READ on the group and DESCRIBE on every subscribed topic.
+func (b *Broker) groupHeartbeatDenied(req *protocol.Request, group string, topics []string) (int16, string) {
+	if code := b.groupAllowed(req, acl.OpRead, group); code != 0 {
 		return code, ""
 	}
 	var missing []string
-	for _, t := range r.SubscribedTopicNames {
+	for _, t := range topics {
 		if b.topicAllowed(req, acl.OpDescribe, t) != 0 {
 			missing = append(missing, t)
 		}

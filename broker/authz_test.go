@@ -1,8 +1,6 @@
 package broker
 
 import (
-	"context"
-	"net"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -10,7 +8,6 @@ import (
 
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/testsupport"
-	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/security/acl"
 	"github.com/kbroker/kbroker/security/principal"
 )
@@ -18,20 +15,7 @@ import (
 // runAs is runRequest on a connection authenticated as p from 127.0.0.1.
 func runAs(tb testing.TB, br *Broker, p principal.Principal, req kmsg.Request) kmsg.Response {
 	tb.Helper()
-	parsed, err := protocol.ParseRequest(encodeFrame(req))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	parsed.Conn = protocol.ConnInfoFor(7, "PLAINTEXT", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 5000}, p)
-	resp := br.dispatch.Handle(context.Background(), parsed)
-	body := resp.Body
-	if resp.Later != nil {
-		body = resp.Later(context.Background())
-	}
-	if resp.Done != nil {
-		defer resp.Done()
-	}
-	return body
+	return runOn(tb, br, newConn(p), req)
 }
 
 func allowACL(topic string, who string, op acl.Operation) kmsg.CreateACLsRequestCreation {

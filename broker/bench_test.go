@@ -62,11 +62,27 @@ func benchBatch(n, valueBytes int) []byte {
 // runRequest sends req through decode and dispatch and returns the answer.
 func runRequest(tb testing.TB, br *Broker, req kmsg.Request) kmsg.Response {
 	tb.Helper()
-	parsed, err := protocol.ParseRequest(encodeFrame(req))
+	return runOn(tb, br, &protocol.ConnInfo{ID: 1, Listener: "PLAINTEXT"}, req)
+}
+
+// runOn is runRequest on the given connection (client id "fuzz").
+func runOn(tb testing.TB, br *Broker, conn *protocol.ConnInfo, req kmsg.Request) kmsg.Response {
+	tb.Helper()
+	body, err := dispatchRequest(br, conn, req)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	parsed.Conn = &protocol.ConnInfo{ID: 1, Listener: "PLAINTEXT"}
+	return body
+}
+
+// dispatchRequest is runOn for any goroutine: the answer, or the frame's
+// decoding error.
+func dispatchRequest(br *Broker, conn *protocol.ConnInfo, req kmsg.Request) (kmsg.Response, error) {
+	parsed, err := protocol.ParseRequest(encodeFrame(req))
+	if err != nil {
+		return nil, err
+	}
+	parsed.Conn = conn
 	resp := br.dispatch.Handle(context.Background(), parsed)
 	body := resp.Body
 	if resp.Later != nil {
@@ -75,7 +91,7 @@ func runRequest(tb testing.TB, br *Broker, req kmsg.Request) kmsg.Response {
 	if resp.Done != nil {
 		defer resp.Done()
 	}
-	return body
+	return body, nil
 }
 
 func benchProduceFrame(topic string, acks int16, batch []byte) []byte {

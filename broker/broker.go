@@ -14,12 +14,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/broker/fetchsession"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/replication/controller"
 	"github.com/kbroker/kbroker/security/acl"
 	"github.com/kbroker/kbroker/storage"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Broker is one kbroker process: client listeners, the partition logs, the
@@ -39,22 +41,41 @@ type Broker struct {
 	// the ports are known.
 	listeners map[string]net.Listener
 
-	groups      *groups                      // the group coordinator wired to this broker
-	txns        *txns                        // the transaction coordinator wired to this broker
-	txnOrder    txnOrder                     // deferred transactional appends, for produce order
-	image       atomic.Pointer[metadataView] // the latest applied image
+	groups   *groups                      // the group coordinator wired to this broker
+	txns     *txns                        // the transaction coordinator wired to this broker
+	txnOrder txnOrder                     // deferred transactional appends, for produce order
+	shares   *shares                      // share groups (KIP-932) wired to this broker
+	image    atomic.Pointer[metadataView] // the latest applied image
+	// announced is the latest image as Metadata answers it: stored as soon
+	// as the image arrives, before this broker's partitions follow it (as
+	// Kafka's metadata cache is published before its replica manager
+	// applies the change), so that a new topic is listed at once.
+	announced   atomic.Pointer[metadataView]
 	producers   *producerIDs
 	imageReady  chan struct{} // closed once the first image is applied
 	viewChanged viewSignal    // broadcast on every applied image
 
 	metrics    *metrics
-	httpServer *http.Server // /metrics, /healthz, /readyz
+	httpServer *http.Server          // /metrics, /healthz, /readyz
+	quotas     *clientQuotas         // client quota managers (quotas.go)
+	throttles  *replicationThrottles // replication throttles (replication_throttle.go)
+	// fetchSessions are the incremental fetch sessions (KIP-227) of the
+	// consumers and followers that fetch from this broker.
+	fetchSessions *fetchsession.Cache
 
 	sec     *brokerSecurity    // listeners' TLS and SASL, clients' credentials (security.go)
 	authz   *acl.Authorizer    // nil: no authorizer configured (authz.go)
 	stopSec context.CancelFunc // stops the certificate reloads
 	// serving is set once requests are processed (unfenced and listening).
 	serving atomic.Bool
+	// halted receives, once, why the broker must stop at once (a failed
+	// log dir: halt.go); haltOnce guards the send.
+	halted    chan error
+	haltOnce  sync.Once
+	abortOnce sync.Once
+	// fs is the log dirs' file system (nil: the operating system's); tests
+	// and the power-loss harness set it before Start.
+	fs vfs.FS
 
 	wg sync.WaitGroup // owned goroutines (listener loops, metrics server)
 }
@@ -62,13 +83,19 @@ type Broker struct {
 // New builds a broker from cfg; Start runs it.
 func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b := &Broker{cfg: cfg, logger: logger, now: time.Now, listeners: map[string]net.Listener{},
-		imageReady: make(chan struct{})}
+		imageReady: make(chan struct{}), halted: make(chan error, 1)}
+	b.quotas = newClientQuotas(cfg, b.now)
+	b.throttles = b.newReplicationThrottles()
 	b.dispatch = newDispatcher(b.apis())
+	b.dispatch.around = b.withQuotas
 	b.metrics = newMetrics()
-	b.metrics.reg.MustRegister(newStateCollector(b))
-	b.metrics.reg.MustRegister(newTxnCollector(b))
+	b.fetchSessions = fetchsession.New(fetchsession.Options{MaxSlots: int(cfg.MaxIncrementalFetchSessionCacheSlots)})
+	b.metrics.reg.MustRegister(newFetchSessionCollector(b.fetchSessions))
+	b.metrics.reg.MustRegister(newStateCollector(b), newShareCollector(b), newTxnCollector(b))
+	b.metrics.reg.MustRegister(newQuotaCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
+	b.announced.Store(b.image.Load())
 	return b
 }
 
@@ -79,11 +106,12 @@ func (b *Broker) Start(ctx context.Context) error {
 	if err := storage.PrepareLogDirs(b.cfg.LogDirs); err != nil {
 		return fmt.Errorf("log.dirs: %w", err)
 	}
-	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
-		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
-	}
 	if err := b.startSecurity(ctx); err != nil {
 		return err
+	}
+	// After the security: the console reads through a listener as built.
+	if err := b.serveMetrics(b.cfg.MetricsListen); err != nil {
+		return fmt.Errorf("metrics.listen=%s: %w", b.cfg.MetricsListen, err)
 	}
 	if !b.cfg.HasRole(config.RoleBroker) {
 		return b.startControllerOnly(ctx)
@@ -106,6 +134,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	b.ctrl = ctrl
 	ctrl.Subscribe(b.applySecurityImage)
 	b.server = protocol.NewServer(b.dispatch, b.serverOptions())
+	b.shares = newShares(b)
 	b.groups = newGroups(b)
 	b.txns = newTxns(b)
 	ctrl.Subscribe(b.applyImage)
@@ -187,6 +216,31 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 		}
 		cancel()
 	}
+	b.stopServing()
+	var errs []error
+	if b.logs != nil {
+		if b.ctrl != nil {
+			// The clean-shutdown markers carry this registration's epoch:
+			// registering with it next time tells the controller the logs
+			// were flushed and closed (KIP-966).
+			b.logs.SetBrokerEpoch(b.ctrl.BrokerEpoch())
+		}
+		if err := b.logs.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing logs: %w", err))
+		}
+	}
+	if b.ctrl != nil {
+		if err := b.ctrl.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("closing controller node: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stopServing closes the listeners and stops the goroutines that serve
+// (requests, metrics, certificate reloads, groups, replication); logs and
+// the controller node are left to the caller.
+func (b *Broker) stopServing() {
 	if b.server != nil {
 		b.server.Close()
 	}
@@ -204,21 +258,12 @@ func (b *Broker) Shutdown(ctx context.Context) error {
 	if b.groups != nil {
 		b.groups.close()
 	}
+	if b.shares != nil {
+		b.shares.close()
+	}
 	if b.replicas != nil {
 		b.replicas.Close()
 	}
-	var errs []error
-	if b.logs != nil {
-		if err := b.logs.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("closing logs: %w", err))
-		}
-	}
-	if b.ctrl != nil {
-		if err := b.ctrl.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("closing controller node: %w", err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // bindListeners binds every non-controller listener.

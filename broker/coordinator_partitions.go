@@ -1,15 +1,10 @@
 package broker
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/replication/controller"
@@ -30,7 +25,7 @@ type coordinatorPartitions struct {
 	load   func(idx, epoch int32, part *replication.Partition) error
 	resign func(idx int32)
 
-	work chan coordinatorTransition
+	work chan leaderTransition
 	stop chan struct{}
 	done chan struct{}
 
@@ -39,16 +34,10 @@ type coordinatorPartitions struct {
 	led map[int32]int32
 }
 
-type coordinatorTransition struct {
-	partition, epoch int32
-	leader           bool
-	part             *replication.Partition
-}
-
 func newCoordinatorPartitions(b *Broker, topic string, log *slog.Logger,
 	load func(idx, epoch int32, part *replication.Partition) error, resign func(idx int32)) *coordinatorPartitions {
 	c := &coordinatorPartitions{b: b, topic: topic, log: log, load: load, resign: resign,
-		work: make(chan coordinatorTransition, 1024), stop: make(chan struct{}), done: make(chan struct{}),
+		work: make(chan leaderTransition, 1024), stop: make(chan struct{}), done: make(chan struct{}),
 		led: map[int32]int32{}}
 	go c.run()
 	return c
@@ -86,99 +75,16 @@ func (c *coordinatorPartitions) close() {
 // apply sends the leadership changes of the topic's partitions. Runs on
 // the image goroutine after the partitions' roles were applied.
 func (c *coordinatorPartitions) apply(img *controller.Image) {
-	seen := map[int32]bool{}
-	if t, ok := img.Topics[c.topic]; ok {
-		for _, p := range t.Partitions {
-			if p.Leader != c.b.cfg.NodeID {
-				continue
-			}
-			seen[p.Index] = true
-			if epoch, led := c.led[p.Index]; led && epoch == p.LeaderEpoch {
-				continue
-			}
-			part, held := c.b.replicas.Partition(c.topic, p.Index)
-			if !held {
-				continue
-			}
-			c.led[p.Index] = p.LeaderEpoch
-			c.send(coordinatorTransition{partition: p.Index, epoch: p.LeaderEpoch, leader: true, part: part})
-		}
-	}
-	for idx := range c.led {
-		if !seen[idx] {
-			delete(c.led, idx)
-			c.send(coordinatorTransition{partition: idx})
-		}
+	for _, t := range c.b.leadershipChanges(img, c.topic, c.led) {
+		c.send(t)
 	}
 }
 
-func (c *coordinatorPartitions) send(t coordinatorTransition) {
+func (c *coordinatorPartitions) send(t leaderTransition) {
 	select {
 	case c.work <- t:
 	case <-c.stop:
 	}
-}
-
-// internalTopic is how an internal topic is created on first use.
-type internalTopic struct {
-	name       string
-	partitions int32
-	// rf is the configured replication factor; minISR, if > 0, its
-	// min.insync.replicas, lowered with it.
-	rf      int16
-	minISR  int32
-	configs map[string]string
-}
-
-// createInternalTopic creates an internal topic as Kafka does on first
-// use (__consumer_offsets, __transaction_state). The replication factor is
-// lowered (with a warning, and min.insync.replicas with it) only when the
-// whole cluster has fewer registered brokers, so that a single node works
-// without set-up; a cluster with enough brokers but some down waits for
-// them, as Kafka does. mu allows one creation at a time.
-func (b *Broker) createInternalTopic(ctx context.Context, mu *sync.Mutex, spec internalTopic) error {
-	if !mu.TryLock() {
-		return nil // another request is creating it
-	}
-	defer mu.Unlock()
-	img := b.view().img
-	rf := spec.rf
-	if registered := int16(len(img.Brokers)); registered < rf {
-		b.logger.Warn("the replication factor of an internal topic is larger than the cluster; creating it with fewer replicas",
-			"topic", spec.name, "configured", rf, "brokers", registered)
-		rf = max(registered, 1)
-	}
-	live := 0
-	for _, br := range img.Brokers {
-		if !br.Fenced {
-			live++
-		}
-	}
-	if live < int(rf) {
-		return fmt.Errorf("%d live brokers, %s needs a replication factor of %d", live, spec.name, rf)
-	}
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.SetVersion(7)
-	req.TimeoutMillis = 30000
-	t := kmsg.NewCreateTopicsRequestTopic()
-	t.Topic, t.NumPartitions, t.ReplicationFactor = spec.name, spec.partitions, rf
-	configs := spec.configs
-	if spec.minISR > 0 {
-		configs["min.insync.replicas"] = strconv.Itoa(int(min(spec.minISR, int32(rf))))
-	}
-	for k, v := range configs {
-		t.Configs = append(t.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: kmsg.StringPtr(v)})
-	}
-	req.Topics = append(req.Topics, t)
-	resp, err := b.ctrl.Forward(ctx, req)
-	if err != nil {
-		return err
-	}
-	if err := kerr.ErrorForCode(resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode); err != nil && err != kerr.TopicAlreadyExists {
-		return err
-	}
-	b.logger.Info("created an internal topic", "topic", spec.name, "partitions", spec.partitions, "replication_factor", rf)
-	return nil
 }
 
 // internalTopicLeader answers which broker leads partition p of an

@@ -67,8 +67,11 @@ func (b *Broker) apis() []api {
 		{45, 0, 0, b.handleAlterPartitionReassignments},
 		{46, 0, 0, b.handleListPartitionReassignments},
 		{47, 0, 0, b.handleOffsetDelete},
+		{48, 0, 1, b.handleDescribeClientQuotas},
+		{49, 0, 1, b.handleAlterClientQuotas},
 		{50, 0, 0, b.handleDescribeUserScramCredentials},
 		{51, 0, 0, b.handleAlterUserScramCredentials},
+		{57, 0, 2, b.handleUpdateFeatures},
 		{60, 0, 1, b.handleDescribeCluster},
 		{61, 0, 0, b.handleDescribeProducers},
 		{65, 0, 0, b.handleDescribeTransactions},
@@ -77,6 +80,18 @@ func (b *Broker) apis() []api {
 		{69, 0, 1, b.handleConsumerGroupDescribe},
 		{74, 0, 1, b.handleListConfigResources},
 		{75, 0, 0, b.handleDescribeTopicPartitions},
+		{76, 0, 1, b.handleShareGroupHeartbeat},
+		{77, 0, 1, b.handleShareGroupDescribe},
+		{78, 0, 2, b.handleShareFetch},
+		{79, 0, 2, b.handleShareAcknowledge},
+		{83, 0, 0, b.handleInitializeShareGroupState},
+		{84, 0, 0, b.handleReadShareGroupState},
+		{85, 0, 1, b.handleWriteShareGroupState},
+		{86, 0, 0, b.handleDeleteShareGroupState},
+		{87, 0, 1, b.handleReadShareGroupStateSummary},
+		{90, 0, 1, b.handleDescribeShareGroupOffsets},
+		{91, 0, 0, b.handleAlterShareGroupOffsets},
+		{92, 0, 0, b.handleDeleteShareGroupOffsets},
 	}
 }
 
@@ -85,6 +100,9 @@ type dispatcher struct {
 	table map[int16]api
 	// fallback answers keys the table does not have (nil: refuse).
 	errorResponse func(req *protocol.Request, code int16) kmsg.Response
+	// around, if set, runs each served request's handler (the broker's
+	// client quotas, quotas.go).
+	around func(ctx context.Context, req *protocol.Request, handle handlerFunc) protocol.Response
 }
 
 func newDispatcher(apis []api) *dispatcher {
@@ -111,6 +129,9 @@ func (d *dispatcher) Handle(ctx context.Context, req *protocol.Request) protocol
 			return protocol.Response{Body: body}
 		}
 		return protocol.Response{Close: true}
+	}
+	if d.around != nil {
+		return d.around(ctx, req, a.handle)
 	}
 	return a.handle(ctx, req)
 }

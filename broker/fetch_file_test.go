@@ -82,13 +82,19 @@ func TestFetchRecordsCarryTheirSegmentFile(t *testing.T) {
 }
 
 // createTopic creates a single-partition topic and waits until br leads it.
-func createTopic(tb testing.TB, br *Broker, name string) {
+func createTopic(tb testing.TB, br *Broker, name string) { createTopicWith(tb, br, name, nil) }
+
+// createTopicWith is createTopic with topic configs.
+func createTopicWith(tb testing.TB, br *Broker, name string, configs map[string]string) {
 	tb.Helper()
 	ct := kmsg.NewPtrCreateTopicsRequest()
 	ct.SetVersion(7)
 	ct.TimeoutMillis = 30000
 	t := kmsg.NewCreateTopicsRequestTopic()
 	t.Topic, t.NumPartitions, t.ReplicationFactor = name, 1, 1
+	for k, v := range configs {
+		t.Configs = append(t.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: kmsg.StringPtr(v)})
+	}
 	ct.Topics = append(ct.Topics, t)
 	resp := runRequest(tb, br, ct)
 	if code := resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -50,6 +51,45 @@ func (b *Broker) catchUp(ctx context.Context) {
 	}
 	target := b.ctrl.Image().AppliedIndex
 	b.waitForView(ctx, func(v *metadataView) bool { return v.img.AppliedIndex >= target })
+}
+
+// catchUpAnnounced waits until this broker announces (announcedView)
+// everything the active controller has committed.
+func (b *Broker) catchUpAnnounced(ctx context.Context) {
+	if err := b.ctrl.WaitReady(ctx); err != nil {
+		return
+	}
+	target := b.ctrl.Image().AppliedIndex
+	for {
+		ch := b.viewChanged.wait()
+		if b.announcedView().img.AppliedIndex >= target {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// syncBound bounds syncMetadata: with the controller out of reach, an
+// answer waits this long at most, then comes from this broker's image.
+const syncBound = time.Second
+
+// syncMetadata is a read barrier: it waits (syncBound at most) until this
+// broker has applied everything the active controller had committed when
+// it was called. A client that was told a topic was created asks any broker
+// next; without the barrier a broker whose image lags by one commit answers
+// UNKNOWN_TOPIC_OR_PARTITION (hashicorp/raft followers learn a commit with
+// the leader's next append, up to its commit timeout later).
+func (b *Broker) syncMetadata(ctx context.Context) {
+	if b.ctrl == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, syncBound)
+	defer cancel()
+	b.catchUpAnnounced(ctx)
 }
 
 // timeoutOf returns a request's TimeoutMillis, or 0 (the default) when it

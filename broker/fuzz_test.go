@@ -66,7 +66,12 @@ func seedRequests() []kmsg.Request {
 	lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: topic, Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Timestamp: -1}}}}
 	dc := kmsg.NewPtrDescribeConfigsRequest()
 	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: topic}}
-	return []kmsg.Request{kmsg.NewPtrApiVersionsRequest(), md, ct, fe, pr, lo, dc,
+	dq := kmsg.NewPtrDescribeClientQuotasRequest()
+	dq.Components = []kmsg.DescribeClientQuotasRequestComponent{{EntityType: "user", MatchType: kmsg.QuotasMatchTypeDefault}}
+	aq := kmsg.NewPtrAlterClientQuotasRequest()
+	aq.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "client-id", Name: &topic}},
+		Ops: []kmsg.AlterClientQuotasRequestEntryOp{{Key: "producer_byte_rate", Value: 1 << 30}}}}
+	return []kmsg.Request{kmsg.NewPtrApiVersionsRequest(), md, ct, fe, pr, lo, dc, dq, aq,
 		kmsg.NewPtrInitProducerIDRequest(), kmsg.NewPtrOffsetForLeaderEpochRequest(), kmsg.NewPtrDescribeClusterRequest(),
 		kmsg.NewPtrDeleteTopicsRequest()}
 }

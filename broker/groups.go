@@ -68,21 +68,34 @@ func newGroups(b *Broker) *groups {
 			}
 			return t.ID, true
 		},
+		OtherGroupType: func(id string) string { return b.shares.groups.GroupType(id) },
 		AllTopics: func() []string {
 			img := b.view().img
 			out := make([]string, 0, len(img.Topics))
 			for name := range img.Topics {
-				if !isInternalTopic(name) {
-					out = append(out, name)
-				}
+				out = append(out, name)
 			}
 			return out
 		},
 	})
-	g.parts = newCoordinatorPartitions(b, offsetsTopic, g.log, func(idx, _ int32, part *replication.Partition) error {
-		return g.coord.BecomeLeader(idx, offsetsStore{p: part, now: b.now}, logRecords(part.Log()))
-	}, g.coord.Resign)
+	g.parts = newCoordinatorPartitions(b, offsetsTopic, g.log, g.load, func(idx int32) {
+		g.coord.Resign(idx)
+		b.shares.groups.Resign(idx)
+	})
 	return g
+}
+
+// load makes the group coordinator, then the share group coordinator (from
+// a second read of it), serve a __consumer_offsets partition.
+func (g *groups) load(idx, _ int32, part *replication.Partition) error {
+	store := offsetsStore{p: part, now: g.b.now}
+	if err := g.coord.BecomeLeader(idx, store, logRecords(part.Log())); err != nil {
+		return err
+	}
+	if err := g.b.shares.groups.BecomeLeader(idx, store, withoutMarkers(logRecords(part.Log()))); err != nil {
+		g.log.Error("loading share group coordinator partition failed", "partition", idx, "err", err)
+	}
+	return nil
 }
 
 func (g *groups) close() {
@@ -142,10 +155,14 @@ func (b *Broker) coordinatorFor(ctx context.Context, key string, listener string
 
 // createOffsetsTopic creates __consumer_offsets as Kafka does on the first
 // FindCoordinator: offsets.topic.num.partitions partitions, compacted,
-// offsets.topic.replication.factor replicas (see createInternalTopic).
+// offsets.topic.replication.factor replicas (createInternalTopic).
 func (g *groups) createOffsetsTopic(ctx context.Context) error {
+	if !g.createMu.TryLock() {
+		return nil // another request is creating it
+	}
+	defer g.createMu.Unlock()
 	cfg := g.b.cfg
-	return g.b.createInternalTopic(ctx, &g.createMu, internalTopic{
+	return g.b.createInternalTopic(ctx, g.log, internalTopic{
 		name: offsetsTopic, partitions: cfg.OffsetsTopicNumPartitions, rf: cfg.OffsetsTopicReplicationFactor,
 		configs: map[string]string{
 			"cleanup.policy":   "compact",

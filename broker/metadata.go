@@ -86,12 +86,20 @@ func (v *metadataView) topicByID(id [16]byte) (*controller.Topic, bool) {
 // view returns the latest applied metadata.
 func (b *Broker) view() *metadataView { return b.image.Load() }
 
+// announcedView returns the latest metadata as Metadata answers it: it may
+// be ahead of view() by the partitions this broker is still opening, whose
+// produce and fetch requests meanwhile get NOT_LEADER_OR_FOLLOWER and are
+// retried, as with Kafka.
+func (b *Broker) announcedView() *metadataView { return b.announced.Load() }
+
 // applyImage turns a new controller image into partition roles: it removes
 // partitions that are gone (deleting their logs), then makes this broker the
 // leader or a follower of every partition it is a replica of. It runs on the
 // controller node's publisher goroutine, one image at a time.
 func (b *Broker) applyImage(prev, next *controller.Image) {
 	view := newMetadataView(next, b.cfg)
+	b.announced.Store(view)
+	b.viewChanged.broadcast()
 	b.countElections(prev, next)
 	b.removeGonePartitions(next)
 	progress := b.newOpenProgress(next)
@@ -109,12 +117,17 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 		}
 	}
 	progress.done()
+	b.applyQuotas(next)
+	b.applyReplicationThrottles(view)
 	b.image.Store(view)
 	if b.txns != nil {
 		b.txns.applyImage(next)
 	}
 	if b.groups != nil {
 		b.groups.applyImage(next)
+	}
+	if b.shares != nil {
+		b.shares.applyImage(prev, next)
 	}
 	b.viewChanged.broadcast()
 	select {
@@ -220,7 +233,9 @@ func msDuration(ms int64) time.Duration {
 }
 
 // countElections counts the leader changes between two images: clean when
-// the new leader was in the previous ISR, unclean otherwise.
+// the new leader was in the previous ISR, elr when it came from the
+// eligible leader replicas (KIP-966), unclean otherwise (an unclean
+// election, or the last known leader with the ISR and ELR empty).
 func (b *Broker) countElections(prev, next *controller.Image) {
 	if prev == nil {
 		return
@@ -239,7 +254,11 @@ func (b *Broker) countElections(prev, next *controller.Image) {
 				continue
 			}
 			kind := "clean"
-			if !slices.Contains(o.ISR, p.Leader) {
+			switch {
+			case slices.Contains(o.ISR, p.Leader):
+			case slices.Contains(o.ELR, p.Leader):
+				kind = "elr"
+			default:
 				kind = "unclean"
 			}
 			b.metrics.elections.WithLabelValues(kind).Inc()

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kbroker/kbroker/console"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/security/acl"
@@ -38,10 +37,14 @@ type metrics struct {
 	recordsOut    *prometheus.CounterVec   // topic
 	isrShrinks    prometheus.Counter
 	isrExpands    prometheus.Counter
-	elections     *prometheus.CounterVec // type: clean, unclean
+	elections     *prometheus.CounterVec // type: clean, elr, unclean
 	rebalances    prometheus.Counter
 	authFailures  *prometheus.CounterVec // listener, mechanism
 	denials       *prometheus.CounterVec // api, resource_type
+	fetch         *fetchMetrics          // metrics_fetch.go
+	// groupCommitRound is each group commit round's duration (durable
+	// acks: one disk flush latency, shared by every append it covers).
+	groupCommitRound prometheus.Histogram
 
 	errorCodeField sync.Map // reflect.Type of a response -> index of its ErrorCode field, -1 if none
 
@@ -62,6 +65,7 @@ const (
 type versionMetrics struct {
 	requests prometheus.Counter
 	latency  prometheus.Observer
+	size     prometheus.Observer // the API's request size (metrics_fetch.go)
 }
 
 func newMetrics() *metrics {
@@ -86,16 +90,20 @@ func newMetrics() *metrics {
 	m.isrExpands = prometheus.NewCounter(prometheus.CounterOpts{Name: "kbroker_isr_expands_total",
 		Help: "ISR expansions committed for partitions this broker leads."})
 	m.elections = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_leader_elections_total",
-		Help: "Leader elections seen in the metadata log (cluster-wide): clean (from the ISR) or unclean."}, []string{"type"})
+		Help: "Leader elections seen in the metadata log (cluster-wide): clean (from the ISR), elr (from the eligible leader replicas, KIP-966) or unclean."}, []string{"type"})
 	m.rebalances = prometheus.NewCounter(prometheus.CounterOpts{Name: "kbroker_group_rebalances_total",
 		Help: "Classic-protocol rebalances completed by groups this broker coordinates."})
 	m.authFailures = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_failed_authentication_total",
 		Help: "Failed authentications (TLS handshakes and SASL exchanges), by listener and mechanism."}, []string{"listener", "mechanism"})
 	m.denials = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kbroker_authorization_denied_total",
 		Help: "Operations the authorizer denied on resources requests named, by API and resource type."}, []string{"api", "resource_type"})
+	m.groupCommitRound = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kbroker_storage_group_commit_round_seconds",
+		Help:    "Duration of group commit rounds (flush.messages=1: the flush every acknowledgement of the round waited for).",
+		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)})
 	m.reg.MustRegister(m.requests, m.requestErrors, m.latency, m.bytesIn, m.recordsIn, m.bytesOut, m.recordsOut,
-		m.isrShrinks, m.isrExpands, m.elections, m.rebalances, m.authFailures, m.denials,
+		m.isrShrinks, m.isrExpands, m.elections, m.rebalances, m.authFailures, m.denials, m.groupCommitRound,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.fetch = newFetchMetrics(m.reg)
 	return m
 }
 
@@ -104,6 +112,7 @@ func (m *metrics) observe(req *protocol.Request, resp kmsg.Response, dur time.Du
 	vm := m.versionMetrics(req.Key, req.Version)
 	vm.requests.Inc()
 	vm.latency.Observe(dur.Seconds())
+	vm.size.Observe(float64(req.Size))
 	if resp == nil {
 		return
 	}
@@ -138,7 +147,8 @@ func (m *metrics) versionMetrics(key, version int16) *versionMetrics {
 		}
 	}
 	api, v := apiName(key), strconv.Itoa(int(version))
-	vm := &versionMetrics{requests: m.requests.WithLabelValues(api, v), latency: m.latency.WithLabelValues(api, v)}
+	vm := &versionMetrics{requests: m.requests.WithLabelValues(api, v), latency: m.latency.WithLabelValues(api, v),
+		size: m.fetch.requestSize.WithLabelValues(api)}
 	if cached {
 		m.perVersion[key][version].Store(vm)
 	}
@@ -179,8 +189,7 @@ func (b *Broker) serveMetrics(addr string) error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	closeConsole := func() {}
 	if b.cfg.ConsoleEnable && b.cfg.HasRole("broker") { // the read-only web console at /ui
-		closeConsole = console.Mount(mux, console.Options{ClientAddr: b.cfg.ClientListener().Address(),
-			Gatherer: b.metrics.reg, NodeID: b.cfg.NodeID, Logger: b.logger})
+		closeConsole = b.mountConsole(mux, l.Addr())
 	}
 	b.httpServer = srv
 	b.wg.Add(1)
@@ -221,4 +230,9 @@ func (b *Broker) stopMetrics() {
 		defer cancel()
 		b.httpServer.Shutdown(ctx)
 	}
+}
+
+// onGroupCommitRound is storage's OnGroupCommitRound.
+func (m *metrics) onGroupCommitRound(d time.Duration, _ int) {
+	m.groupCommitRound.Observe(d.Seconds())
 }

@@ -102,10 +102,12 @@ type stateCollector struct {
 	b *Broker
 
 	underReplicated, underMinISR, offline, leaders, partitions *prometheus.Desc
+	offlineWaiting, withELR                                    *prometheus.Desc
 	followerLag, logSize, logSegments                          *prometheus.Desc
 	activeController, raftTerm, raftCommit, raftApplied        *prometheus.Desc
 	connections, groups                                        *prometheus.Desc
 	offlineLogs, offlineLogDirs, mappedSegments, capacity      *prometheus.Desc
+	groupCommitRounds, groupCommitFlushes, logFlushes, syncs   *prometheus.Desc
 }
 
 func newStateCollector(b *Broker) *stateCollector {
@@ -113,10 +115,15 @@ func newStateCollector(b *Broker) *stateCollector {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
 	return &stateCollector{
-		b:                b,
-		underReplicated:  d("kbroker_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set."),
-		underMinISR:      d("kbroker_under_min_isr_partitions", "Partitions led here whose ISR is smaller than min.insync.replicas."),
-		offline:          d("kbroker_offline_partitions", "Partitions without a leader (cluster-wide, from the metadata image)."),
+		b:               b,
+		underReplicated: d("kbroker_under_replicated_partitions", "Partitions led here whose ISR is smaller than their replica set."),
+		underMinISR:     d("kbroker_under_min_isr_partitions", "Partitions led here whose ISR is smaller than min.insync.replicas."),
+		offline:         d("kbroker_offline_partitions", "Partitions without a leader (cluster-wide, from the metadata image)."),
+		offlineWaiting: d("kbroker_offline_partitions_waiting",
+			"Partitions without a leader by what they wait for (cluster-wide): an eligible leader replica (elr, KIP-966), "+
+				"their last known leader (last_known_leader, ISR and ELR empty) or an ISR member (isr).", "waiting_for"),
+		withELR: d("kbroker_eligible_leader_replicas_partitions",
+			"Partitions with eligible leader replicas (cluster-wide): their ISR is below min.insync.replicas and replicas that left it can still lead."),
 		leaders:          d("kbroker_leader_partitions", "Partitions this broker leads."),
 		partitions:       d("kbroker_partitions", "Partition replicas this broker holds."),
 		followerLag:      d("kbroker_follower_lag_messages", "How far a follower's log end is behind the leader's, for partitions led here.", "topic", "partition", "follower"),
@@ -134,13 +141,21 @@ func newStateCollector(b *Broker) *stateCollector {
 		mappedSegments: d("kbroker_storage_mapped_segments", "Inactive segments mapped for reading (three memory mappings each)."),
 		capacity: d("kbroker_storage_partition_capacity",
 			"Partitions the open-file limit and vm.max_map_count hold (-1: unknown)."),
+		groupCommitRounds: d("kbroker_storage_group_commit_rounds_total",
+			"Group commit rounds (flush.messages=1): each flushes every durable log appended since the last one."),
+		groupCommitFlushes: d("kbroker_storage_group_commit_log_flushes_total", "Logs flushed by group commit rounds."),
+		logFlushes: d("kbroker_storage_log_flushes_total",
+			"Log flushes of any kind that completed (group commit, flush.ms, segment rolls, truncation, close)."),
+		syncs: d("kbroker_storage_syncs_total",
+			"Syncs storage issued to the file system: data (fsync of a file, msync of a mapped range) and dir (a directory's fsync).", "kind"),
 	}
 }
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.leaders, c.partitions,
+	for _, d := range []*prometheus.Desc{c.underReplicated, c.underMinISR, c.offline, c.offlineWaiting, c.withELR, c.leaders, c.partitions,
 		c.followerLag, c.logSize, c.logSegments, c.activeController, c.raftTerm, c.raftCommit, c.raftApplied,
-		c.connections, c.groups, c.offlineLogs, c.offlineLogDirs, c.mappedSegments, c.capacity} {
+		c.connections, c.groups, c.offlineLogs, c.offlineLogDirs, c.mappedSegments, c.capacity,
+		c.groupCommitRounds, c.groupCommitFlushes, c.logFlushes, c.syncs} {
 		ch <- d
 	}
 }
@@ -182,17 +197,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.partitions, total)
 	}
 	if b.logs != nil {
-		c.collectStorage(gauge)
+		c.collectStorage(ch, gauge)
 	}
-	var offline float64
-	for _, t := range b.view().img.Topics {
-		for _, p := range t.Partitions {
-			if p.Leader < 0 {
-				offline++
-			}
-		}
-	}
-	gauge(c.offline, offline)
+	c.collectOffline(gauge)
 	if b.ctrl != nil {
 		active := 0.0
 		if b.ctrl.IsActive() {
@@ -223,7 +230,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 // collectStorage reports the log manager's health: partitions whose log
 // cannot be opened (every reason, zeros included, for alerts), offline log
 // dirs, mapped segments and how many partitions the limits hold.
-func (c *stateCollector) collectStorage(gauge func(*prometheus.Desc, float64, ...string)) {
+func (c *stateCollector) collectStorage(ch chan<- prometheus.Metric, gauge func(*prometheus.Desc, float64, ...string)) {
 	st := c.b.logs.Stats()
 	for _, reason := range storage.OfflineReasons() {
 		gauge(c.offlineLogs, float64(st.OfflineLogs[reason]), reason)
@@ -231,4 +238,44 @@ func (c *stateCollector) collectStorage(gauge func(*prometheus.Desc, float64, ..
 	gauge(c.offlineLogDirs, float64(st.OfflineLogDirs))
 	gauge(c.mappedSegments, float64(st.MappedSegments))
 	gauge(c.capacity, float64(st.PartitionsThatFit))
+	ss := c.b.logs.SyncStats()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	counter(c.groupCommitRounds, ss.GroupCommitRounds)
+	counter(c.groupCommitFlushes, ss.GroupCommitLogFlushes)
+	counter(c.logFlushes, ss.LogFlushes)
+	counter(c.syncs, ss.DataSyncs, "data")
+	counter(c.syncs, ss.DirSyncs, "dir")
+}
+
+// collectOffline reports the partitions without a leader, and what each
+// waits for, and those with eligible leader replicas, from the image.
+func (c *stateCollector) collectOffline(gauge func(d *prometheus.Desc, v float64, labels ...string)) {
+	var offline, withELR float64
+	waiting := map[string]float64{"elr": 0, "last_known_leader": 0, "isr": 0}
+	for _, t := range c.b.view().img.Topics {
+		for _, p := range t.Partitions {
+			if len(p.ELR) > 0 {
+				withELR++
+			}
+			if p.Leader >= 0 {
+				continue
+			}
+			offline++
+			switch {
+			case len(p.ISR) == 0 && len(p.ELR) > 0:
+				waiting["elr"]++
+			case len(p.ISR) == 0 && len(p.LastKnownELR) > 0:
+				waiting["last_known_leader"]++
+			default:
+				waiting["isr"]++
+			}
+		}
+	}
+	gauge(c.offline, offline)
+	gauge(c.withELR, withELR)
+	for reason, n := range waiting {
+		gauge(c.offlineWaiting, n, reason)
+	}
 }

@@ -30,8 +30,8 @@ func TestLogGaugesMeasureTheLog(t *testing.T) {
 	if wantSize < 12*int64(len(batch)) || wantSegments < 2 {
 		t.Fatalf("log of %d bytes in %d segments: the produce did not land", wantSize, wantSegments)
 	}
-	size, okSize := gaugeValue(t, br, "kbroker_log_size_bytes", "gauges", "0")
-	segments, okSegs := gaugeValue(t, br, "kbroker_log_segments", "gauges", "0")
+	size, okSize := metricValue(t, br, "kbroker_log_size_bytes", "topic", "gauges", "partition", "0")
+	segments, okSegs := metricValue(t, br, "kbroker_log_segments", "topic", "gauges", "partition", "0")
 	if !okSize || !okSegs {
 		t.Fatal("the log gauges of gauges-0 are missing")
 	}
@@ -41,29 +41,4 @@ func TestLogGaugesMeasureTheLog(t *testing.T) {
 	if int(segments) != wantSegments {
 		t.Errorf("kbroker_log_segments = %v, the log has %d segments", segments, wantSegments)
 	}
-}
-
-// gaugeValue scrapes the broker's registry for the gauge name with labels
-// topic and partition.
-func gaugeValue(t *testing.T, br *Broker, name, topic, partition string) (float64, bool) {
-	t.Helper()
-	families, err := br.metrics.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["topic"] == topic && labels["partition"] == partition {
-				return m.GetGauge().GetValue(), true
-			}
-		}
-	}
-	return 0, false
 }

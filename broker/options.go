@@ -30,6 +30,9 @@ func (b *Broker) storageOptions() storage.ManagerOptions {
 		RetentionCheckInterval: b.cfg.LogRetentionCheckInterval,
 		CheckpointInterval:     min(b.cfg.LogFlushOffsetCheckpointInterval, b.cfg.ReplicaHighWatermarkCheckpointInterval),
 		LogCleanerBackoff:      b.cfg.LogCleanerBackoff,
+		FS:                     b.fs,
+		OnLogDirFailure:        b.logDirFailed,
+		OnGroupCommitRound:     b.metrics.onGroupCommitRound,
 	}
 }
 
@@ -49,6 +52,7 @@ func (b *Broker) replicaOptions() replication.ManagerOptions {
 			LeaderAddr:        b.interBrokerAddr,
 			BrokerEpoch:       func() int64 { return b.ctrl.BrokerEpoch() },
 			Security:          b.sec.interBroker,
+			Throttle:          b.throttles.follower,
 		},
 		Now:    b.now,
 		Logger: b.logger.With("component", "replication"),
@@ -73,10 +77,12 @@ func (b *Broker) controllerOptions() controller.Options {
 		DefaultNumPartitions:         b.cfg.NumPartitions,
 		DefaultReplicationFactor:     b.cfg.DefaultReplicationFactor,
 		UncleanLeaderElectionEnable:  b.uncleanDefault,
+		MinInsyncReplicas:            b.cfg.MinInsyncReplicas,
 		AutoLeaderRebalanceEnable:    b.cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: b.cfg.LeaderImbalanceCheckInterval,
 		ValidateTopicConfig:          config.ValidateTopicConfig,
 		ValidateBrokerConfig:         config.ValidateBrokerConfig,
+		ValidateGroupConfig:          b.validateGroupConfig,
 		Security:                     b.sec.controllerSecurity(b.cfg, b.metrics.onAuthFailure),
 		Logger:                       b.logger.With("component", "controller"),
 		Now:                          b.now,
@@ -98,6 +104,14 @@ func (b *Broker) serverOptions() protocol.ServerOptions {
 		Observe:         b.metrics.observe,
 		Listeners:       b.sec.serverListeners(),
 		OnAuthFailure:   b.metrics.onAuthFailure,
+		// connection_creation_rate (KIP-612): client listeners only; the
+		// controller port is the Node's own server.
+		ThrottleConnection: b.quotas.throttleConnection,
+		OnConnClose: func(c *protocol.ConnInfo) {
+			if b.shares != nil {
+				b.shares.connectionClosed(c)
+			}
+		},
 	}
 }
 
@@ -112,7 +126,7 @@ func (b *Broker) registration() controller.BrokerRegistration {
 	if cl, ok := b.cfg.ControllerListener(); ok {
 		eps = append(eps, controller.Endpoint{Name: cl.Name, Host: cl.Host, Port: cl.Port, SecurityProtocol: b.protocolCode(cl.Name)})
 	}
-	return controller.BrokerRegistration{Listeners: eps, Rack: b.cfg.BrokerRack}
+	return controller.BrokerRegistration{Listeners: eps, Rack: b.cfg.BrokerRack, PreviousBrokerEpoch: b.logs.PreviousBrokerEpoch()}
 }
 
 // protocolCode is a listener's security protocol as BrokerRegistration

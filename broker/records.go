@@ -7,6 +7,7 @@ import (
 	"iter"
 
 	"github.com/kbroker/kbroker/broker/group"
+	"github.com/kbroker/kbroker/broker/sharestate"
 	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/storage"
 )
@@ -42,8 +43,10 @@ func encodeRecords(records []group.Record, ts int64, producer *group.TxnProducer
 
 var errCompressedInternal = errors.New("compressed batch in an internal topic")
 
-// logRecords iterates the key/value records of a log from its start to its
-// end, as the group coordinator replays them.
+// logRecords iterates the records of a log from its start to its end, as
+// the group coordinator replays them: key/value records with their offsets
+// and transactional producers, and transaction markers (a record without
+// key, group.Record.Marker set).
 func logRecords(log *storage.Log) iter.Seq2[group.Record, error] {
 	return func(yield func(group.Record, error) bool) {
 		offset := log.LogStartOffset()
@@ -62,6 +65,35 @@ func logRecords(log *storage.Log) iter.Seq2[group.Record, error] {
 			offset = rr.NextOffset
 			rr.Release()
 			if !ok {
+				return
+			}
+		}
+	}
+}
+
+// withoutMarkers is a replay without its transaction markers, for the
+// coordinators that know nothing of transactions (share groups, share
+// state).
+func withoutMarkers(records iter.Seq2[group.Record, error]) iter.Seq2[group.Record, error] {
+	return func(yield func(group.Record, error) bool) {
+		for r, err := range records {
+			if err == nil && r.Marker != group.NoMarker {
+				continue
+			}
+			if !yield(r, err) {
+				return
+			}
+		}
+	}
+}
+
+// loggedRecords is logRecords without transaction markers, with each
+// record's offset, as the share coordinator replays them (it prunes by
+// offset).
+func loggedRecords(log *storage.Log) iter.Seq2[sharestate.LoggedRecord, error] {
+	return func(yield func(sharestate.LoggedRecord, error) bool) {
+		for r, err := range withoutMarkers(logRecords(log)) {
+			if !yield(sharestate.LoggedRecord{Offset: r.Offset, Record: r}, err) {
 				return
 			}
 		}

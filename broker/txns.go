@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"sync"
 
@@ -28,6 +29,7 @@ const transactionStateTopic = txn.StateTopicName
 type txns struct {
 	b     *Broker
 	coord *txn.Coordinator
+	log   *slog.Logger
 	parts *coordinatorPartitions
 	// pool carries the broker's own requests to other brokers:
 	// WriteTxnMarkers to partition leaders, AddPartitionsToTxn to
@@ -42,6 +44,7 @@ func newTxns(b *Broker) *txns {
 	t := &txns{b: b, pool: protocol.NewPool("kbroker-txn-"+strconv.Itoa(int(cfg.NodeID)), 4, 16<<20,
 		protocol.WithSecurity(b.sec.interBroker))}
 	logger := b.logger.With("component", "txn")
+	t.log = logger
 	t.coord = txn.NewCoordinator(&markerWriter{b: b, pool: t.pool}, txn.ProducerIDFunc(b.producers.allocate), txn.Options{
 		NumPartitions:         cfg.TransactionStateLogNumPartitions,
 		ReplicationFactor:     cfg.TransactionStateLogReplicationFactor,
@@ -59,7 +62,8 @@ func newTxns(b *Broker) *txns {
 			}
 			return int32(len(tp.Partitions)), true
 		},
-		Logger: logger,
+		TransactionVersion: func() int16 { return b.view().img.Features[controller.TransactionVersionFeature] },
+		Logger:             logger,
 	})
 	t.parts = newCoordinatorPartitions(b, transactionStateTopic, logger, func(idx, epoch int32, part *replication.Partition) error {
 		return t.coord.BecomeLeader(idx, epoch, offsetsStore{p: part, now: b.now}, logRecords(part.Log()))
@@ -100,7 +104,11 @@ func (t *txns) createStateTopic(ctx context.Context) error {
 	spec := txn.Options{NumPartitions: cfg.TransactionStateLogNumPartitions, ReplicationFactor: cfg.TransactionStateLogReplicationFactor,
 		MinISR: cfg.TransactionStateLogMinISR, SegmentBytes: int32(min(cfg.TransactionStateLogSegmentBytes, 1<<31-1))}.StateTopic(0)
 	delete(spec.Configs, "min.insync.replicas") // set by createInternalTopic, lowered with the replication factor
-	return t.b.createInternalTopic(ctx, &t.createMu, internalTopic{
+	if !t.createMu.TryLock() {
+		return nil // another request is creating it
+	}
+	defer t.createMu.Unlock()
+	return t.b.createInternalTopic(ctx, t.log, internalTopic{
 		name: transactionStateTopic, partitions: spec.Partitions, rf: spec.ReplicationFactor,
 		minISR: cfg.TransactionStateLogMinISR, configs: spec.Configs,
 	})

@@ -61,6 +61,20 @@ func TestBadInputIsOneLineExit2(t *testing.T) {
 		{"produce", "t", "--acks", "2"},
 		{"consume", "t", "-g", "g", "--to", "end"},
 		{"completion", "tcsh"},
+		{"acl", "create", "--topic", "t", "--operation", "read"},
+		{"acl", "create", "--allow-principal", "alice", "--operation", "read"},
+		{"acl", "create", "--allow-principal", "alice", "--operation", "fly", "--topic", "t"},
+		{"acl", "create", "--allow-principal", "alice", "--operation", "any", "--topic", "t"},
+		{"acl", "create", "--allow-principal", "alice", "--operation", "read", "--topic", "t", "--resource-pattern-type", "match"},
+		{"acl", "list", "--permission", "maybe"},
+		{"acl", "delete"},
+		{"acl", "delete", "--operation", "read"},
+		{"user", "create", "alice"},
+		{"user", "create", "alice", "--password", "x", "--password-stdin"},
+		{"user", "create", "alice", "--password", "x", "--mechanism", "MD5"},
+		{"user", "create", "alice", "--password", "x", "--iterations", "10"},
+		{"user", "delete"},
+		{"user", "delete", "alice", "--mechanism", "PLAIN"},
 	}
 	for _, args := range cases {
 		res := kb(t, env, "", args...)

@@ -1,7 +1,9 @@
 // Package cli holds kbroker's admin commands, in the spirit of rpk and
-// Kafka's shell tools: topic, group, cluster, produce, consume, reassign and
-// completion. Each command parses its flags, calls package admin and prints
-// the result as an aligned table or as JSON (--format json).
+// Kafka's shell tools: topic, group, cluster, produce, consume, reassign,
+// acl (kafka-acls.sh), user (SCRAM credentials: kafka-configs.sh
+// --entity-type users) and completion. Each command parses its flags,
+// calls package admin and prints the result as an aligned table or as JSON
+// (--format json).
 //
 // Connection settings come, lowest precedence first, from defaults
 // (127.0.0.1:9092, plaintext), a profile file (a Kafka client .properties

@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kbroker/kbroker/admin"
 )
 
 // result is one in-process run of an admin command.
@@ -131,6 +133,14 @@ func TestCLIAgainstKfake(t *testing.T) {
 	if group.TotalLag != 3 {
 		t.Fatalf("group after seek to earliest: lag %d, want 3", group.TotalLag)
 	}
+	// Shell completion asks the cluster for topic and group names.
+	for _, c := range [][]string{{"topic", "describe"}, {"group", "describe"}} {
+		args := append(append(append([]string{"__complete"}, c...), sasl...), "") // the word being completed is last
+		res := kb(t, env, "", args...)
+		if want := map[string]string{"topic": "events\n", "group": "auditors\n"}[c[0]]; res.code != 0 || !strings.HasPrefix(res.stdout, want) {
+			t.Errorf("completion of %s %s: exit %d, %q", c[0], c[1], res.code, res.stdout)
+		}
+	}
 	var health struct{ Healthy bool }
 	run(&health, "", "cluster", "health")
 	if !health.Healthy {
@@ -166,4 +176,91 @@ func commitGroup(t *testing.T, seeds []string, group, topic string) {
 		t.Fatal(err)
 	}
 	cl.LeaveGroup()
+}
+
+// kbroker acl and kbroker user against kfake with its authorizer on: a
+// user created with the CLI authenticates, the ACLs the CLI creates let it
+// write one topic and not another, list and a dry-run delete change
+// nothing, delete takes its rights away and user delete its password.
+func TestCLISecurityAgainstKfake(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.EnableSASL(), kfake.EnableACLs(),
+		kfake.Superuser("SCRAM-SHA-256", "admin", "s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	env := []string{"KBROKER_BROKERS=" + strings.Join(c.ListenAddrs(), ",")}
+	as := func(user, pass string) []string {
+		return []string{"-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=SCRAM-SHA-256",
+			"-X", "sasl.username=" + user, "-X", "sasl.password=" + pass}
+	}
+	asAdmin := func(v any, stdin string, args ...string) result {
+		t.Helper()
+		return ok(t, v, env, stdin, append(args, as("admin", "s3cret")...)...)
+	}
+	asAdmin(nil, "", "topic", "create", "orders", "-p", "1", "-r", "1")
+	asAdmin(nil, "", "topic", "create", "refunds", "-p", "1", "-r", "1")
+
+	var created admin.UserResult
+	asAdmin(&created, "alice-pass\n", "user", "create", "alice", "--password-stdin")
+	if created.User != "alice" || created.Mechanism != "SCRAM-SHA-256" || created.Error != "" {
+		t.Fatalf("user create: %+v", created)
+	}
+	var users []admin.User
+	asAdmin(&users, "", "user", "list", "alice")
+	if len(users) != 1 || len(users[0].Mechanisms) != 1 || users[0].Mechanisms[0].Iterations != 4096 {
+		t.Fatalf("user list alice: %+v", users)
+	}
+
+	var acls []admin.ACL
+	asAdmin(&acls, "", "acl", "create", "--allow-principal", "alice", "--operation", "write,describe", "--topic", "orders")
+	if len(acls) != 2 || acls[0].Principal != "User:alice" || acls[0].Host != "*" || acls[0].PatternType != "LITERAL" {
+		t.Fatalf("acl create: %+v", acls)
+	}
+	asAdmin(&acls, "", "acl", "list", "--principal", "alice")
+	if len(acls) != 2 || acls[0].ResourceName != "orders" || acls[0].ResourceType != "TOPIC" || acls[0].Permission != "ALLOW" {
+		t.Fatalf("acl list --principal alice: %+v", acls)
+	}
+
+	alice := append(as("alice", "alice-pass"), "--format", "json")
+	if res := kb(t, env, "x\n", append([]string{"produce", "orders"}, alice...)...); res.code != 0 {
+		t.Fatalf("alice produces to orders: exit %d, %s", res.code, res.stderr)
+	}
+	if res := kb(t, env, "x\n", append([]string{"produce", "refunds"}, alice...)...); res.code != ExitFailure ||
+		!strings.Contains(res.stderr, "TOPIC_AUTHORIZATION_FAILED") {
+		t.Fatalf("alice produces to refunds without an ACL: exit %d, %q", res.code, res.stderr)
+	}
+
+	var deleted struct {
+		DryRun bool        `json:"dry_run"`
+		ACLs   []admin.ACL `json:"acls"`
+	}
+	asAdmin(&deleted, "", "acl", "delete", "--principal", "alice", "--dry-run")
+	if !deleted.DryRun || len(deleted.ACLs) != 2 {
+		t.Fatalf("acl delete --dry-run: %+v", deleted)
+	}
+	asAdmin(&acls, "", "acl", "list", "--topic", "orders")
+	if len(acls) != 2 {
+		t.Fatalf("the dry run deleted ACLs: %+v left", acls)
+	}
+	asAdmin(&deleted, "", "acl", "delete", "--principal", "alice", "--topic", "orders")
+	if deleted.DryRun || len(deleted.ACLs) != 2 {
+		t.Fatalf("acl delete: %+v", deleted)
+	}
+	if res := kb(t, env, "x\n", append([]string{"produce", "orders"}, alice...)...); res.code != ExitFailure ||
+		!strings.Contains(res.stderr, "TOPIC_AUTHORIZATION_FAILED") {
+		t.Fatalf("alice produces to orders once her ACLs are gone: exit %d, %q", res.code, res.stderr)
+	}
+
+	asAdmin(nil, "", "user", "delete", "alice")
+	// kfake closes the connection of a failed authentication (Kafka
+	// answers SASL_AUTHENTICATION_FAILED first: the compat test checks it).
+	if res := kb(t, env, "", append([]string{"topic", "list"}, alice...)...); res.code != ExitFailure ||
+		strings.Count(res.stderr, "\n") != 1 {
+		t.Fatalf("alice after user delete: exit %d, %q", res.code, res.stderr)
+	}
+	if res := kb(t, env, "", append([]string{"user", "list", "alice"}, as("admin", "s3cret")...)...); res.code != ExitFailure ||
+		!strings.Contains(res.stderr, `user "alice" does not exist`) {
+		t.Fatalf("user list of a deleted user: exit %d, %q", res.code, res.stderr)
+	}
 }

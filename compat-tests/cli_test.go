@@ -2,6 +2,7 @@ package compat
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // cliRun is one run of the kbroker binary's admin commands.
@@ -25,8 +27,15 @@ func kbcli(t *testing.T, seeds []string, stdin string, args ...string) cliRun {
 	if len(seeds) > 0 {
 		args = append(args, "--brokers", strings.Join(seeds, ","))
 	}
+	return kbcliEnv(t, nil, stdin, args...)
+}
+
+// kbcliEnv runs the built kbroker with args, stdin and env (KBROKER_*)
+// and nothing of the test's own environment.
+func kbcliEnv(t *testing.T, env []string, stdin string, args ...string) cliRun {
+	t.Helper()
 	cmd := exec.Command(kbrokerBin, args...)
-	cmd.Env = []string{"HOME=" + t.TempDir()} // no profile, no KBROKER_* of the test's own
+	cmd.Env = append([]string{"HOME=" + t.TempDir()}, env...) // no default profile
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -103,6 +112,7 @@ type cliPartition struct {
 type cliRecord struct {
 	Partition int32  `json:"partition"`
 	Offset    int64  `json:"offset"`
+	Timestamp int64  `json:"timestamp"`
 	Key       string `json:"key"`
 	Value     string `json:"value"`
 	Headers   []struct {
@@ -269,6 +279,78 @@ func TestCLIOnThreeBrokers(t *testing.T) {
 		kbjson(t, seeds, nil, "", "group", "seek", group, "--to", "@-1h")
 		kbjson(t, seeds, nil, "", "group", "delete", group)
 		kbfails(t, seeds, 1, fmt.Sprintf("group %q does not exist", group), "group", "describe", group)
+	})
+	t.Run("timestamps: produce, consume from and to, seek", func(t *testing.T) {
+		timed := uniqueTopic("cli-timed")
+		kbjson(t, seeds, nil, "", "topic", "create", timed, "-p", "1", "-r", "3")
+		c.waitTopicEverywhere(timed, 1, 3)
+		const t0 = int64(1_700_000_000_000)
+		var in strings.Builder
+		for i := range 5 { // one record a second from t0
+			fmt.Fprintf(&in, `{"value":"at-%d","timestamp":%d}`+"\n", i, t0+int64(i)*1000)
+		}
+		kbjson(t, seeds, nil, in.String(), "produce", timed, "--input", "json")
+		from := jsonLines[cliRecord](t, kbjson(t, seeds, nil, "", "consume", timed, "-o", fmt.Sprintf("@%d", t0+1500), "--to", "end").stdout)
+		if len(from) != 3 || from[0].Offset != 2 || from[0].Value != "at-2" || from[0].Timestamp != t0+2000 {
+			t.Fatalf("consume -o @t0+1.5s: %+v", from)
+		}
+		to := jsonLines[cliRecord](t, kbjson(t, seeds, nil, "", "consume", timed, "--to", fmt.Sprintf("@%d", t0+2500)).stdout)
+		if len(to) != 3 || to[2].Offset != 2 {
+			t.Fatalf("consume --to @t0+2.5s: %+v", to)
+		}
+		group := uniqueTopic("cli-timed-group")
+		kbjson(t, seeds, nil, "", "consume", timed, "-g", group, "-n", "5")
+		kbjson(t, seeds, nil, "", "group", "seek", group, "--to", fmt.Sprintf("@%d", t0+3000))
+		offs, err := adm.FetchOffsets(ctx, group)
+		must(t, err, "FetchOffsets")
+		if o, ok := offs.Lookup(timed, 0); !ok || o.At != 3 {
+			t.Fatalf("after seek to @t0+3s: %+v, want offset 3", o)
+		}
+		kbjson(t, seeds, nil, "", "group", "seek", group, "--to", "@-1h") // every record is older: the end
+		offs, err = adm.FetchOffsets(ctx, group)
+		must(t, err, "FetchOffsets")
+		if o, _ := offs.Lookup(timed, 0); o.At != 5 {
+			t.Fatalf("after seek to an hour ago (records of 2023): offset %d, want the end, 5", o.At)
+		}
+	})
+	t.Run("group describe with a live member", func(t *testing.T) {
+		live := uniqueTopic("cli-live-group")
+		cl := newClient(t, seeds, kgo.ConsumerGroup(live), kgo.ConsumeTopics(topic), kgo.ClientID("cli-test-member"))
+		var d struct {
+			State   string `json:"state"`
+			Members []struct {
+				ClientID   string `json:"client_id"`
+				Assignment []struct {
+					Topic      string  `json:"topic"`
+					Partitions []int32 `json:"partitions"`
+				} `json:"assignment"`
+			} `json:"members"`
+			Partitions []struct {
+				ClientID string `json:"client_id"`
+			} `json:"partitions"`
+		}
+		waitFor(t, 30*time.Second, "the member in group describe", func() error {
+			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			cl.PollFetches(pctx) // joins the group and keeps the member alive
+			cancel()
+			res := kbcli(t, seeds, "", "group", "describe", live, "--format", "json")
+			if err := json.Unmarshal([]byte(res.stdout), &d); err != nil {
+				return fmt.Errorf("exit %d: %s", res.code, res.stderr)
+			}
+			if d.State != "Stable" || len(d.Members) != 1 || len(d.Members[0].Assignment) != 1 || len(d.Members[0].Assignment[0].Partitions) != 4 {
+				return fmt.Errorf("%+v", d)
+			}
+			return nil
+		})
+		if d.Members[0].ClientID != "cli-test-member" || d.Members[0].Assignment[0].Topic != topic {
+			t.Fatalf("member %+v", d.Members[0])
+		}
+		for _, p := range d.Partitions {
+			if p.ClientID != "cli-test-member" {
+				t.Fatalf("partition rows without the member's client: %+v", d.Partitions)
+			}
+		}
+		kbfails(t, seeds, 1, "has 1 active members (state Stable)", "group", "seek", live, "--to", "earliest", "--topics", topic) // Kafka refuses to move a group with members
 	})
 	t.Run("cluster config", func(t *testing.T) {
 		var cfg struct {

@@ -88,6 +88,18 @@ func (b *browser) text(sel string) string {
 	return ""
 }
 
+// intAttr is the integer value of attribute attr of the first element
+// matching sel, -1 when there is none.
+func (b *browser) intAttr(sel, attr string) int {
+	b.t.Helper()
+	js := fmt.Sprintf(`(e => e && e.hasAttribute(%q) ? parseInt(e.getAttribute(%q), 10) : -1)(document.querySelector(%q))`, attr, attr, sel)
+	n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](js))
+	if err != nil {
+		b.t.Fatalf("reading %s[%s]: %v", sel, attr, err)
+	}
+	return n
+}
+
 // shot saves a screenshot of the whole page as name.png.
 func (b *browser) shot(name string) {
 	b.t.Helper()
@@ -188,7 +200,12 @@ func TestConsoleInBrowser(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(2500 * time.Millisecond) // the page's own poll (every 2 s) draws them
+	waitFor(t, 10*time.Second, "the page's own poll to draw two lag samples", func() error {
+		if n := b.intAttr("#lag-chart", "data-points"); n < 2 {
+			return fmt.Errorf("the chart shows %d samples", n)
+		}
+		return nil
+	})
 	b.shot("group")
 
 	b.open(ui+"/messages?topic="+topic+"&partition=0&offset=0&limit=50&view=json", "#records")

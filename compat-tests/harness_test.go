@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kbroker/kbroker/internal/child"
+	"github.com/kbroker/kbroker/internal/powercut"
 	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
@@ -29,10 +30,18 @@ type node struct {
 	metricsAddr string
 	dataDir     string
 	args        []string
+	// journal, when set, is where the broker journals its fsync
+	// bookkeeping (internal/powercut), so that powerCut can turn a kill
+	// into a power loss; failSyncIf, when set, is a file whose existence
+	// fails every sync in its log dirs (a failing disk).
+	journal, failSyncIf string
 
 	child.Process
-	mu     sync.Mutex // guards output (the pointer; the buffer locks itself)
+	mu     sync.Mutex // guards output (the pointer; the buffer locks itself) and earlier
 	output *outputBuffer
+	// earlier is what the node's previous runs printed (shown when a test
+	// fails, with the current run's output).
+	earlier string
 }
 
 // outputBuffer holds what a process prints: os/exec's copier writes it
@@ -69,6 +78,9 @@ type clusterOpts struct {
 	brokers int
 	// flags are passed to every broker (e.g. "--min.insync.replicas=2").
 	flags []string
+	// nodeFlags, if set, gives each broker flags of its own (e.g. its
+	// broker.rack).
+	nodeFlags func(id int32) []string
 	// separateController runs the metadata quorum on one more node, a
 	// controller only (Kafka's recommended layout); the brokers then join
 	// the quorum as non-voters, so losing brokers never costs the quorum.
@@ -78,6 +90,18 @@ type clusterOpts struct {
 	// brokerOnly (with separateController) starts the brokers with
 	// process.roles=broker and no controller listener, as Kafka's brokers.
 	brokerOnly bool
+	// clientAddrs fixes the client listeners' addresses (broker i on
+	// clientAddrs[i]) for suites that dial fixed ports.
+	clientAddrs []string
+	// listeners, when set, replaces each broker's listeners (by default
+	// PLAINTEXT on clientAddr and CONTROLLER on ctrlAddr).
+	listeners func(n *node) string
+	// scram are credentials (kbroker format --add-scram syntax) stored
+	// before the first start.
+	scram []string
+	// powercut has every broker journal its fsync bookkeeping
+	// (node.powerCut) and fail its syncs while node.failSyncIf exists.
+	powercut bool
 }
 
 // seeds returns KBROKER_SEEDS when testing against a live cluster.
@@ -127,6 +151,13 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			ctrlAddr:   fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
 			dataDir:    filepath.Join(base, fmt.Sprintf("node-%d", i+1)),
 		}
+		if opts.powercut {
+			n.journal = filepath.Join(base, fmt.Sprintf("node-%d.journal", i+1))
+			n.failSyncIf = filepath.Join(base, fmt.Sprintf("node-%d.fail-syncs", i+1))
+		}
+		if i < len(opts.clientAddrs) {
+			n.clientAddr = opts.clientAddrs[i]
+		}
 		metrics := "--metrics.listen="
 		if opts.metrics {
 			n.metricsAddr = fmt.Sprintf("127.0.0.1:%d", ports[2*opts.brokers+2+i])
@@ -137,6 +168,9 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 		if opts.brokerOnly {
 			listeners, roles = "--listeners=PLAINTEXT://"+n.clientAddr, "--process.roles=broker"
 		}
+		if opts.listeners != nil {
+			listeners = "--listeners=" + opts.listeners(n)
+		}
 		n.args = append(append([]string{
 			"serve",
 			fmt.Sprintf("--node.id=%d", n.id),
@@ -144,6 +178,12 @@ func startCluster(t *testing.T, opts clusterOpts) *cluster {
 			"--log.dirs=" + n.dataDir,
 			metrics,
 		}, common...), opts.flags...)
+		if opts.nodeFlags != nil {
+			n.args = append(n.args, opts.nodeFlags(n.id)...)
+		}
+		if len(opts.scram) > 0 {
+			n.format(opts.scram)
+		}
 		c.nodes = append(c.nodes, n)
 	}
 	if opts.separateController {
@@ -179,14 +219,33 @@ func (n *node) start() {
 	n.t.Helper()
 	cmd := exec.Command(kbrokerBin, n.args...)
 	cmd.Env = child.Env(os.Environ()) // the test's own KBROKER_* settings are not broker config
+	if n.journal != "" {
+		cmd.Env = append(cmd.Env, "KBTEST_POWERCUT_JOURNAL="+n.journal, "KBTEST_FAIL_SYNC_IF="+n.failSyncIf)
+	}
 	output := &outputBuffer{}
 	cmd.Stdout = output
 	cmd.Stderr = output
 	n.mu.Lock()
+	if n.output != nil {
+		n.earlier += n.output.String() + "---- (restarted) ----\n"
+	}
 	n.output = output
 	n.mu.Unlock()
 	if err := n.Start(cmd, nil); err != nil {
 		n.t.Fatalf("starting node %d: %v", n.id, err)
+	}
+}
+
+// format stores SCRAM credentials (kbroker format --add-scram) with the
+// node's configuration, before its first start.
+func (n *node) format(credentials []string) {
+	n.t.Helper()
+	args := append([]string{"format"}, n.args[1:]...)
+	for _, c := range credentials {
+		args = append(args, "--add-scram", c)
+	}
+	if out, err := exec.Command(kbrokerBin, args...).CombinedOutput(); err != nil {
+		n.t.Fatalf("kbroker format (node %d): %v\n%s", n.id, err, out)
 	}
 }
 
@@ -196,12 +255,77 @@ func (n *node) kill9() {
 	n.WaitExit(10 * time.Second)
 }
 
+// powerCut is a power loss of the node's machine: the process dies (kill
+// -9) and its log dirs lose everything it had not synced, as its own fsync
+// bookkeeping says (internal/powercut). It returns how many files the cut
+// shortened, zeroed or deleted.
+func (n *node) powerCut() int {
+	n.t.Helper()
+	n.kill9()
+	return n.losePageCache()
+}
+
+// powerCutAll cuts the power of several nodes at once: all die first,
+// then each loses what it had not synced.
+func powerCutAll(nodes ...*node) {
+	for _, n := range nodes {
+		n.Signal(syscall.SIGKILL)
+	}
+	for _, n := range nodes {
+		n.WaitExit(10 * time.Second)
+	}
+	for _, n := range nodes {
+		n.losePageCache()
+	}
+}
+
+// losePageCache rewrites the dead node's log dirs to what its disk held.
+func (n *node) losePageCache() int {
+	n.t.Helper()
+	if n.journal == "" {
+		n.t.Fatalf("node %d: no power-loss journal (clusterOpts.powercut)", n.id)
+	}
+	if n.Running() {
+		n.t.Fatalf("node %d: power cut of a running process", n.id)
+	}
+	sizes := map[string]int64{}
+	filepath.Walk(n.dataDir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			sizes[p] = fi.Size()
+		}
+		return nil
+	})
+	plan, err := powercut.Replay(n.journal)
+	if err != nil {
+		n.t.Fatalf("node %d: %v", n.id, err)
+	}
+	changed := len(plan.Delete)
+	for p, cut := range plan.Files {
+		if size, ok := sizes[p]; ok && cut.Keep < size {
+			changed++
+		}
+	}
+	if _, err := powercut.Apply(n.journal); err != nil {
+		n.t.Fatalf("node %d: %v", n.id, err)
+	}
+	n.t.Logf("node %d: power cut: %d files lost their unsynced data or their unsynced name", n.id, changed)
+	return changed
+}
+
 // stop sends SIGTERM and waits for a clean exit.
 func (n *node) stop() {
 	n.Signal(syscall.SIGTERM)
 	if !n.WaitExit(15 * time.Second) {
 		n.kill9()
 	}
+}
+
+// allLogs returns what every run of the node printed.
+func (n *node) allLogs() string {
+	cur := n.logs()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.earlier + cur
 }
 
 // logs returns what the process printed.
@@ -235,7 +359,7 @@ func (c *cluster) stop() {
 			if os.Getenv("KBROKER_TEST_FULL_LOGS") != "" {
 				limit = 1 << 30
 			}
-			c.t.Logf("---- node %d output (last %d bytes) ----\n%s", n.id, limit, tail(n.logs(), limit))
+			c.t.Logf("---- node %d output (last %d bytes) ----\n%s", n.id, limit, tail(n.allLogs(), limit))
 		}
 	}
 }

@@ -2,7 +2,6 @@ package compat
 
 import (
 	"bytes"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -15,14 +14,25 @@ import (
 // kcat (librdkafka 2.0, Debian's) authenticates with every mechanism on
 // its listener: PLAIN, SCRAM-SHA-256 and -512 (librdkafka repeats its
 // nonce in the final message; Kafka and kbroker accept it), OAUTHBEARER
-// with librdkafka's unsecured token, and a client certificate; a wrong
-// password fails with Kafka's message.
+// with librdkafka's unsecured token, and a client certificate. A wrong
+// password, a mechanism the listener does not enable, an unsigned token
+// where signatures are checked and no client certificate on a required
+// listener each fail with Kafka's error and no metadata served; alice
+// producing to a topic she may only describe gets TOPIC_AUTHORIZATION_FAILED
+// and nothing is appended. (librdkafka will not send an expired token: it
+// refuses one itself; franz-go's TestSecurityMechanismsAuthenticate sends
+// one, and a request before authentication.)
 func TestKcatSecurity(t *testing.T) {
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat is not installed (.ci/run installs it)")
 	}
-	sc := startSecureCluster(t, secureOpts{})
+	jwks := writeJWKS(t, t.TempDir(), newJWKSKey(t, "k1"))
+	sc := startSecureCluster(t, secureOpts{properties: []string{
+		// SASL_PLAINTEXT checks token signatures: librdkafka's unsecured
+		// (unsigned) token is refused there.
+		"listener.name.sasl_plaintext.sasl.oauthbearer.jwks.endpoint.url=file:" + jwks,
+	}})
 	n := sc.nodes[0]
 	adm := sc.admin()
 	topic := newTopic(t, adm, 1, 1, nil)
@@ -50,24 +60,45 @@ func TestKcatSecurity(t *testing.T) {
 			}
 		})
 	}
-	t.Run("wrong password", func(t *testing.T) {
-		cmd := exec.Command(kcat, append(saslSSL, "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice",
-			"-X", "sasl.password=wrong", "-L", "-m", "5")...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		done := make(chan error, 1)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err == nil || !strings.Contains(stderr.String(), "Authentication failed: Invalid username or password") {
-				t.Fatalf("kcat with a wrong password: %v\n%s", err, stderr.String())
-			}
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal(fmt.Sprintf("kcat with a wrong password hung:\n%s", stderr.String()))
+	// Each failure fails as Kafka fails it, and nothing is served.
+	internal := []string{"-b", n.internalAddr, "-X", "security.protocol=sasl_ssl", "-X", "ssl.ca.location=" + ca}
+	failures := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"wrong password", append(saslSSL, "-X", "sasl.mechanisms=PLAIN", "-X", "sasl.username=alice", "-X", "sasl.password=wrong", "-L"),
+			"Authentication failed: Invalid username or password"},
+		{"unknown mechanism", append(internal, "-X", "sasl.mechanisms=SCRAM-SHA-256", "-X", "sasl.username=alice",
+			"-X", "sasl.password="+alicePassword, "-L"), "Unsupported SASL mechanism: broker's supported mechanisms: SCRAM-SHA-512"},
+		{"unsigned token where signatures are checked", []string{"-b", n.saslPlainAddr, "-X", "security.protocol=sasl_plaintext",
+			"-X", "sasl.mechanisms=OAUTHBEARER", "-X", "enable.sasl.oauthbearer.unsecure.jwt=true",
+			"-X", "sasl.oauthbearer.config=principal=alice", "-L"}, `SASL authentication error: {"status":"invalid_token"}`},
+		{"no client certificate on a required listener", []string{"-b", n.sslAddr, "-X", "security.protocol=ssl",
+			"-X", "ssl.ca.location=" + ca, "-L"}, "alert certificate required"},
+	}
+	for _, tc := range failures {
+		t.Run(tc.name, func(t *testing.T) {
+			kcatFails(t, kcat, nil, tc.want, append(tc.args, "-m", "2")...) // each error is logged at once; -m ends the wait
+		})
+	}
+	t.Run("topic without an ACL", func(t *testing.T) {
+		other := newTopic(t, adm, 1, 1, nil)
+		// alice may see the topic (so the Produce is sent), not write it.
+		createACLs(t, adm, kadm.NewACLs().Allow("User:alice").Topics(other).Operations(kadm.OpDescribe))
+		sc.waitTopicVisibleEverywhere(other, sc.scram("alice", alicePassword, 256))
+		kcatFails(t, kcat, bytes.NewReader([]byte("refused\n")), "Delivery failed for message: Broker: Topic authorization failed", append(cases["SCRAM-SHA-256"], "-P", "-t", other, "-X", "acks=all")...)
+		if end := endOffset(t, adm, other); end != 0 {
+			t.Fatalf("a refused produce appended: end offset %d", end)
 		}
 	})
+}
+
+// kcatFails runs kcat, which must fail within 30 s with want on stderr.
+func kcatFails(t *testing.T, kcat string, stdin *bytes.Reader, want string, args ...string) {
+	t.Helper()
+	_, stderr, err := execKcat(t, kcat, stdin, 30*time.Second, args...)
+	if err == nil || !strings.Contains(stderr, want) {
+		t.Fatalf("kcat %v: %v, want a failure with %q\n%s", args, err, want, stderr)
+	}
 }

@@ -51,27 +51,39 @@ func TestKcatListProduceConsume(t *testing.T) {
 	}
 }
 
+// runKcat runs kcat, which must succeed within 60 s, and returns its
+// output.
 func runKcat(t *testing.T, kcat string, stdin *bytes.Reader, args ...string) string {
+	t.Helper()
+	stdout, stderr, err := execKcat(t, kcat, stdin, 60*time.Second, args...)
+	if err != nil {
+		t.Fatalf("kcat %v: %v\nstderr:\n%s", args, err, stderr)
+	}
+	return stdout
+}
+
+// execKcat runs kcat with stdin (nil: none) and returns what it printed
+// and how it ended; a kcat still running after d is killed and fails the
+// test.
+func execKcat(t *testing.T, kcat string, stdin *bytes.Reader, d time.Duration, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	cmd := exec.Command(kcat, args...)
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("kcat %v: %v\nstderr:\n%s", args, err, stderr.String())
-		}
-	case <-time.After(60 * time.Second):
+	case err = <-done:
+	case <-time.After(d):
 		cmd.Process.Kill()
-		t.Fatalf("kcat %v timed out\nstderr:\n%s", args, stderr.String())
+		<-done
+		t.Fatalf("kcat %v hung (killed after %v)\nstderr:\n%s", args, d, errOut.String())
 	}
-	return stdout.String()
+	return out.String(), errOut.String(), err
 }

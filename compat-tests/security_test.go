@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -333,4 +334,51 @@ func authenticatePlain(t *testing.T, nc net.Conn, rd *bufio.Reader, user, pass s
 	if _, err := readResponseFrame(rd); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Kafka's dynamic listener reconfiguration: an IncrementalAlterConfigs of
+// listener.name.<l>.ssl.keystore.location on one broker makes that
+// listener serve the new certificate to new connections, without a restart
+// and without the old keystore file changing; connections made before keep
+// working.
+func TestCertificateRotationByAlterConfigs(t *testing.T) {
+	sc := startSecureCluster(t, secureOpts{})
+	n := sc.nodes[0]
+	serial := func() string {
+		conn, err := tls.Dial("tcp", n.clientAddr, &tls.Config{RootCAs: sc.caPool(), ServerName: "127.0.0.1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].SerialNumber.String()
+	}
+	before := serial()
+	cl := sc.client(0, sc.scram("admin", adminPassword, 512)...)
+	must(t, cl.Ping(context.Background()), "ping before the rotation")
+
+	// New certificates from the same CA, in another directory: the files
+	// the broker started with stay as they are.
+	next := filepath.Join(t.TempDir(), "next")
+	if out, err := exec.Command("cp", "-r", sc.certs, next).CombinedOutput(); err != nil {
+		t.Fatalf("copying the CA: %v\n%s", err, out)
+	}
+	devCerts(t, next)
+	keystore := filepath.Join(next, "broker.keystore.pem")
+	res, err := sc.admin().AlterBrokerConfigs(ctxTimeout(t, 30*time.Second), []kadm.AlterConfig{{
+		Op: kadm.SetConfig, Name: "listener.name.sasl_ssl.ssl.keystore.location", Value: kmsg.StringPtr(keystore),
+	}}, n.id)
+	must(t, err, "AlterConfigs of the listener's keystore")
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatalf("AlterConfigs on %s: %v %s", r.Name, r.Err, r.ErrMessage)
+		}
+	}
+	waitFor(t, 20*time.Second, "the keystore set by AlterConfigs served", func() error {
+		if s := serial(); s == before {
+			return fmt.Errorf("still serial %s", s)
+		}
+		return nil
+	})
+	must(t, cl.Ping(context.Background()), "ping after the rotation on the old client")
+	must(t, ping(t, n.clientAddr, sc.scram("admin", adminPassword, 512)...), "a new connection after the rotation")
 }

@@ -12,6 +12,10 @@ import (
 // 9223372036854775807 in [Config.Entries] and [Config.TopicDefaults].
 const Forever = time.Duration(math.MaxInt64)
 
+// RackAwareReplicaSelector is the replica.selector.class value that turns
+// on fetching from the closest replica (KIP-392), Kafka's class name.
+const RackAwareReplicaSelector = "org.apache.kafka.common.replica.RackAwareReplicaSelector"
+
 // Roles in process.roles.
 const (
 	RoleBroker     = "broker"
@@ -113,6 +117,8 @@ type Config struct {
 	ReplicaFetchWaitMax                    time.Duration // replica.fetch.wait.max.ms
 	ReplicaFetchMinBytes                   int32         // replica.fetch.min.bytes
 	ReplicaFetchBackoff                    time.Duration // replica.fetch.backoff.ms
+	ReplicaSelectorClass                   string        // replica.selector.class; empty = leader only
+	MaxIncrementalFetchSessionCacheSlots   int32         // max.incremental.fetch.session.cache.slots
 	ReplicaLagTimeMax                      time.Duration // replica.lag.time.max.ms
 	ReplicaSocketTimeout                   time.Duration // replica.socket.timeout.ms
 	NumReplicaFetchers                     int32         // num.replica.fetchers
@@ -121,6 +127,17 @@ type Config struct {
 	LeaderImbalanceCheckInterval           time.Duration // leader.imbalance.check.interval.seconds
 	LeaderImbalancePerBrokerPercentage     int32         // leader.imbalance.per.broker.percentage
 	ControlledShutdownEnable               bool          // controlled.shutdown.enable
+
+	// Quotas.
+
+	QuotaWindowNum                   int32         // quota.window.num
+	QuotaWindowSize                  time.Duration // quota.window.size.seconds
+	ControllerQuotaWindowNum         int32         // controller.quota.window.num
+	ControllerQuotaWindowSize        time.Duration // controller.quota.window.size.seconds
+	ReplicationQuotaWindowNum        int32         // replication.quota.window.num
+	ReplicationQuotaWindowSize       time.Duration // replication.quota.window.size.seconds
+	LeaderReplicationThrottledRate   int64         // leader.replication.throttled.rate (bytes/s; dynamic)
+	FollowerReplicationThrottledRate int64         // follower.replication.throttled.rate (bytes/s; dynamic)
 
 	// Groups and offsets.
 
@@ -143,6 +160,35 @@ type Config struct {
 	GroupConsumerMaxSessionTimeout     time.Duration // group.consumer.max.session.timeout.ms
 	GroupConsumerAssignors             []string      // group.consumer.assignors
 	GroupConsumerMaxSize               int32         // group.consumer.max.size
+
+	// Share groups (KIP-932) and the share coordinator.
+
+	GroupShareSessionTimeout              time.Duration // group.share.session.timeout.ms
+	GroupShareMinSessionTimeout           time.Duration // group.share.min.session.timeout.ms
+	GroupShareMaxSessionTimeout           time.Duration // group.share.max.session.timeout.ms
+	GroupShareHeartbeatInterval           time.Duration // group.share.heartbeat.interval.ms
+	GroupShareMinHeartbeatInterval        time.Duration // group.share.min.heartbeat.interval.ms
+	GroupShareMaxHeartbeatInterval        time.Duration // group.share.max.heartbeat.interval.ms
+	GroupShareRecordLockDuration          time.Duration // group.share.record.lock.duration.ms
+	GroupShareMinRecordLockDuration       time.Duration // group.share.min.record.lock.duration.ms
+	GroupShareMaxRecordLockDuration       time.Duration // group.share.max.record.lock.duration.ms
+	GroupShareDeliveryCountLimit          int32         // group.share.delivery.count.limit
+	GroupShareMinDeliveryCountLimit       int32         // group.share.min.delivery.count.limit
+	GroupShareMaxDeliveryCountLimit       int32         // group.share.max.delivery.count.limit
+	GroupSharePartitionMaxRecordLocks     int32         // group.share.partition.max.record.locks
+	GroupShareMinPartitionMaxRecordLocks  int32         // group.share.min.partition.max.record.locks
+	GroupShareMaxPartitionMaxRecordLocks  int32         // group.share.max.partition.max.record.locks
+	GroupShareMaxSize                     int32         // group.share.max.size
+	GroupShareMaxShareSessions            int32         // group.share.max.share.sessions
+	GroupShareInitializeRetryInterval     time.Duration // group.share.initialize.retry.interval.ms
+	ShareCoordinatorStateTopicPartitions  int32         // share.coordinator.state.topic.num.partitions
+	ShareCoordinatorStateTopicRF          int16         // share.coordinator.state.topic.replication.factor
+	ShareCoordinatorStateTopicMinISR      int16         // share.coordinator.state.topic.min.isr
+	ShareCoordinatorStateTopicSegmentSize int32         // share.coordinator.state.topic.segment.bytes
+	ShareCoordinatorUpdatesPerSnapshot    int32         // share.coordinator.snapshot.update.records.per.snapshot
+	ShareCoordinatorWriteTimeout          time.Duration // share.coordinator.write.timeout.ms
+	ShareCoordinatorPruneInterval         time.Duration // share.coordinator.state.topic.prune.interval.ms
+	ShareCoordinatorColdSnapshotInterval  time.Duration // share.coordinator.cold.partition.snapshot.interval.ms
 
 	// Producers and transactions.
 

@@ -462,8 +462,8 @@ func TestEffectiveMetadataLogDir(t *testing.T) {
 
 func TestEntriesDefaults(t *testing.T) {
 	entries := Defaults().Entries()
-	if len(entries) != len(keyTable) {
-		t.Fatalf("Entries() has %d entries, want one per key (%d)", len(entries), len(keyTable))
+	if len(entries) != len(keyTable)+len(dynamicKeys) {
+		t.Fatalf("Entries() has %d entries, want one per key (%d and %d dynamic-only)", len(entries), len(keyTable), len(dynamicKeys))
 	}
 	if !slices.IsSortedFunc(entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) }) {
 		t.Error("Entries() not sorted by name")

@@ -44,6 +44,7 @@ func (c *Config) Entries() []Entry {
 		out = append(out, e)
 	}
 	out = append(out, c.securityEntries()...)
+	out = append(out, dynamicEntries()...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

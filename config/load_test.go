@@ -176,12 +176,13 @@ func TestLoadKafkaServerProperties(t *testing.T) {
 		{"log dirs", c.LogDirs, []string{"/tmp/kraft-combined-logs"}},
 		{"partitions", c.NumPartitions, int32(1)},
 		{"offsets rf", c.OffsetsTopicReplicationFactor, int16(1)},
+		{"share state rf", c.ShareCoordinatorStateTopicRF, int16(1)},
+		{"share state min isr", c.ShareCoordinatorStateTopicMinISR, int16(1)},
 		{"retention", c.LogRetentionMs, 168 * time.Hour},
 		{"segment", c.LogSegmentBytes, int64(1073741824)},
 		{"retention check", c.LogRetentionCheckInterval, 5 * time.Minute},
 		{"ignored", c.Ignored, []string{
 			"num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
-			"share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.replication.factor",
 			"socket.receive.buffer.bytes", "socket.send.buffer.bytes",
 		}},
 		// Used since transactions exist (issue 14).

@@ -23,9 +23,9 @@ type TopicConfig struct {
 	FileDeleteDelayMs                    int64    // file.delete.delay.ms
 	FlushMessages                        int64    // flush.messages
 	FlushMs                              int64    // flush.ms
-	FollowerReplicationThrottledReplicas []string // follower.replication.throttled.replicas (stored only)
+	FollowerReplicationThrottledReplicas []string // follower.replication.throttled.replicas
 	IndexIntervalBytes                   int32    // index.interval.bytes
-	LeaderReplicationThrottledReplicas   []string // leader.replication.throttled.replicas (stored only)
+	LeaderReplicationThrottledReplicas   []string // leader.replication.throttled.replicas
 	LocalRetentionBytes                  int64    // local.retention.bytes (no tiered storage)
 	LocalRetentionMs                     int64    // local.retention.ms (no tiered storage)
 	MaxCompactionLagMs                   int64    // max.compaction.lag.ms
@@ -209,13 +209,13 @@ var topicTable = []TopicKey{
 		Doc:   "The longest time a message stays unflushed."},
 	{Name: "follower.replication.throttled.replicas", Type: TypeList, Default: "", check: throttledReplicas,
 		field: func(t *TopicConfig) any { return &t.FollowerReplicationThrottledReplicas },
-		Doc:   "Replicas throttled on the follower side (partition:broker or *); stored, not enforced."},
+		Doc:   "Replicas whose catch-up fetches their follower throttles to follower.replication.throttled.rate (partition:broker,... or *)."},
 	{Name: "index.interval.bytes", Type: TypeInt, BrokerSynonym: "log.index.interval.bytes", check: atLeast(0),
 		field: func(t *TopicConfig) any { return &t.IndexIntervalBytes },
 		Doc:   "Bytes of log between two offset index entries."},
 	{Name: "leader.replication.throttled.replicas", Type: TypeList, Default: "", check: throttledReplicas,
 		field: func(t *TopicConfig) any { return &t.LeaderReplicationThrottledReplicas },
-		Doc:   "Replicas throttled on the leader side (partition:broker or *); stored, not enforced."},
+		Doc:   "Replicas whose leader throttles what it sends out-of-sync followers to leader.replication.throttled.rate (partition:broker,... or *)."},
 	{Name: "local.retention.bytes", Type: TypeLong, BrokerSynonym: "log.local.retention.bytes", check: atLeast(-2),
 		field: func(t *TopicConfig) any { return &t.LocalRetentionBytes },
 		Doc:   "Tiered storage: local retention size; -2 = retention.bytes. No effect in kbroker."},
@@ -281,21 +281,3 @@ var topicTable = []TopicKey{
 // ErrNotDynamic is returned, wrapped, for a broker key that cannot change
 // without a restart (Kafka refuses such an update with INVALID_REQUEST).
 var ErrNotDynamic = errors.New("config: cannot be updated dynamically")
-
-// ValidateBrokerConfig checks one dynamic broker config (IncrementalAlterConfigs
-// or AlterConfigs on a BROKER resource): a key kbroker knows, that may change
-// at run time, with a value of its type in its range.
-func ValidateBrokerConfig(name, value string) error {
-	k := keyByName(name)
-	if k == nil {
-		return fmt.Errorf("config: unknown broker config %s", name)
-	}
-	if !k.Dynamic {
-		return fmt.Errorf("%w: %s (a restart with the new value is needed)", ErrNotDynamic, name)
-	}
-	v, err := k.parse(value)
-	if err != nil {
-		return err
-	}
-	return k.validate(value, v)
-}

@@ -197,7 +197,7 @@ func TestValidateBrokerConfig(t *testing.T) {
 		{"node.id", "7", false},     // not dynamic
 		{"no.such.key", "1", false}, // unknown
 	} {
-		err := ValidateBrokerConfig(tc.name, tc.value)
+		err := ValidateBrokerConfig(tc.name, tc.value, true)
 		if (err == nil) != tc.ok {
 			t.Errorf("%s=%s: %v", tc.name, tc.value, err)
 		}

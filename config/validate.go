@@ -158,6 +158,14 @@ func (c *Config) validateTimeouts() []error {
 	less("group.consumer.min.heartbeat.interval.ms", c.GroupConsumerMinHeartbeatInterval, "group.consumer.heartbeat.interval.ms", c.GroupConsumerHeartbeatInterval, true)
 	less("group.consumer.heartbeat.interval.ms", c.GroupConsumerHeartbeatInterval, "group.consumer.max.heartbeat.interval.ms", c.GroupConsumerMaxHeartbeatInterval, true)
 	less("group.consumer.heartbeat.interval.ms", c.GroupConsumerHeartbeatInterval, "group.consumer.session.timeout.ms", c.GroupConsumerSessionTimeout, false)
+	less("group.share.min.session.timeout.ms", c.GroupShareMinSessionTimeout, "group.share.session.timeout.ms", c.GroupShareSessionTimeout, true)
+	less("group.share.session.timeout.ms", c.GroupShareSessionTimeout, "group.share.max.session.timeout.ms", c.GroupShareMaxSessionTimeout, true)
+	less("group.share.min.heartbeat.interval.ms", c.GroupShareMinHeartbeatInterval, "group.share.heartbeat.interval.ms", c.GroupShareHeartbeatInterval, true)
+	less("group.share.heartbeat.interval.ms", c.GroupShareHeartbeatInterval, "group.share.max.heartbeat.interval.ms", c.GroupShareMaxHeartbeatInterval, true)
+	less("group.share.heartbeat.interval.ms", c.GroupShareHeartbeatInterval, "group.share.session.timeout.ms", c.GroupShareSessionTimeout, false)
+	less("group.share.min.record.lock.duration.ms", c.GroupShareMinRecordLockDuration, "group.share.record.lock.duration.ms", c.GroupShareRecordLockDuration, true)
+	less("group.share.record.lock.duration.ms", c.GroupShareRecordLockDuration, "group.share.max.record.lock.duration.ms", c.GroupShareMaxRecordLockDuration, true)
+	errs = append(errs, c.validateShareCounts()...)
 	return errs
 }
 
@@ -170,4 +178,20 @@ func (c *Config) hasExplicitControllerListener() bool {
 		}
 	}
 	return false
+}
+
+// validateShareCounts checks that each share-group count default lies in
+// its bounds, as Kafka's ShareGroupConfig does.
+func (c *Config) validateShareCounts() []error {
+	var errs []error
+	within := func(name string, v int32, minName string, lo int32, maxName string, hi int32) {
+		if v < lo || v > hi {
+			errs = append(errs, fmt.Errorf("config: %s=%d must be between %s=%d and %s=%d", name, v, minName, lo, maxName, hi))
+		}
+	}
+	within("group.share.delivery.count.limit", c.GroupShareDeliveryCountLimit,
+		"group.share.min.delivery.count.limit", c.GroupShareMinDeliveryCountLimit, "group.share.max.delivery.count.limit", c.GroupShareMaxDeliveryCountLimit)
+	within("group.share.partition.max.record.locks", c.GroupSharePartitionMaxRecordLocks,
+		"group.share.min.partition.max.record.locks", c.GroupShareMinPartitionMaxRecordLocks, "group.share.max.partition.max.record.locks", c.GroupShareMaxPartitionMaxRecordLocks)
+	return errs
 }

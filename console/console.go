@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -22,8 +23,18 @@ type Options struct {
 	// kadm (host:port; a wildcard host means loopback).
 	ClientAddr string
 	// Client overrides the connection settings (tests; a secured
-	// listener). Its Brokers win over ClientAddr.
+	// listener). Its Brokers, when set, win over ClientAddr.
 	Client *admin.Config
+	// Login, the SASL mechanisms of Client's listener with a password
+	// (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512), makes every request
+	// authenticate with HTTP Basic credentials, used as the SASL user and
+	// password of that viewer's own connection (each mechanism tried in
+	// turn): the broker authenticates them and its ACLs decide what each
+	// viewer sees (viewers.go). Empty: no login, one anonymous connection.
+	Login []string
+	// IdleTimeout closes a logged-in viewer's connection after this long
+	// without a request (default 10 minutes).
+	IdleTimeout time.Duration
 	// Gatherer is the broker's own metrics registry, read for the
 	// produce and fetch throughput of this broker.
 	Gatherer prometheus.Gatherer
@@ -44,13 +55,13 @@ var templateFS embed.FS
 var staticFS embed.FS
 
 // Console is the web console: read-only pages over kadm, and a sampler for
-// the charts. Every handler only reads.
+// the charts. Every handler only reads, through its viewer's connection.
 type Console struct {
 	opts    Options
-	client  *admin.Client
+	viewers *viewers
 	pages   map[string]*page
 	mux     *http.ServeMux
-	samples *sampler
+	samples *sampler // this broker's throughput, from its own metrics
 
 	stopOnce sync.Once
 	cancel   context.CancelFunc // stops the sampler
@@ -71,23 +82,28 @@ func New(opts Options) (*Console, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.IdleTimeout <= 0 {
+		opts.IdleTimeout = 10 * time.Minute
+	}
 	cfg := admin.DefaultConfig()
 	cfg.ClientID, cfg.RequestTimeout = "kbroker-console", 5*time.Second
 	cfg.Brokers = []string{loopback(opts.ClientAddr)}
 	if opts.Client != nil {
 		cfg = *opts.Client
 	}
-	client, err := admin.Dial(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("console: %w", err)
+	if len(cfg.Brokers) == 0 {
+		cfg.Brokers = []string{loopback(opts.ClientAddr)}
 	}
 	pages, err := parsePages()
 	if err != nil {
-		client.Close()
 		return nil, err
 	}
+	vs, err := newViewers(cfg, opts.Login, opts.Now, opts.IdleTimeout, opts.Logger.Info)
+	if err != nil {
+		return nil, fmt.Errorf("console: %w", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Console{opts: opts, client: client, pages: pages, cancel: cancel, done: make(chan struct{})}
+	c := &Console{opts: opts, viewers: vs, pages: pages, cancel: cancel, done: make(chan struct{})}
 	c.samples = newSampler(opts.Now)
 	c.routes()
 	go c.sampleLoop(ctx)
@@ -110,20 +126,31 @@ func Mount(mux *http.ServeMux, opts Options) (closeFn func()) {
 	return c.Close
 }
 
-// ServeHTTP serves the console's pages.
+// ServeHTTP serves the console's pages to their viewer: with Login, one
+// the broker authenticated (401 and a Basic challenge otherwise).
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	c.samples.touch()
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
-	c.mux.ServeHTTP(w, r)
+	v, err := c.viewers.of(r)
+	switch {
+	case errors.Is(err, errUnauthenticated):
+		w.Header().Set("WWW-Authenticate", authRealm)
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	v.samples.touch()
+	c.mux.ServeHTTP(w, r.WithContext(withViewer(r.Context(), v)))
 }
 
-// Close stops the sampler and closes the client.
+// Close stops the sampler and closes the viewers' connections.
 func (c *Console) Close() {
 	c.stopOnce.Do(func() {
 		c.cancel()
 		<-c.done
-		c.client.Close()
+		c.viewers.closeAll()
 	})
 }
 
@@ -151,10 +178,10 @@ func (c *Console) routes() {
 	c.mux = m
 }
 
-// ctx bounds one page's requests to the cluster.
+// ctx bounds one page's requests to the cluster; it carries the viewer.
 func (c *Console) ctx(r *http.Request) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
-	wctx, stop := c.client.Watch(ctx)
+	wctx, stop := clientOf(ctx).Watch(ctx)
 	return wctx, func() { stop(); cancel() }
 }
 

@@ -25,11 +25,11 @@ type overviewData struct {
 }
 
 func (c *Console) overview(ctx context.Context, _ *http.Request) (string, any, error) {
-	info, err := c.client.ClusterInfo(ctx)
+	info, err := clientOf(ctx).ClusterInfo(ctx)
 	if err != nil {
 		return "Cluster", nil, err
 	}
-	h, err := c.client.Health(ctx)
+	h, err := clientOf(ctx).Health(ctx)
 	if err != nil {
 		return "Cluster", nil, err
 	}
@@ -49,7 +49,7 @@ type liveOverview struct {
 }
 
 func (c *Console) overviewLive(ctx context.Context, _ *http.Request) (any, error) {
-	h, err := c.client.Health(ctx)
+	h, err := clientOf(ctx).Health(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -66,13 +66,13 @@ type topicRow struct {
 }
 
 func (c *Console) topics(ctx context.Context, _ *http.Request) (string, any, error) {
-	list, err := c.client.TopicStats(ctx, true)
+	list, err := clientOf(ctx).TopicStats(ctx, true)
 	if err != nil {
 		return "Topics", nil, err
 	}
 	rows := make([]topicRow, 0, len(list))
 	for _, t := range list {
-		r, ok := c.samples.topicRate(t.Name)
+		r, ok := viewerOf(ctx).samples.topicRate(t.Name)
 		rows = append(rows, topicRow{TopicSummary: t, Rate: r, HasRate: ok})
 	}
 	return "Topics", rows, nil
@@ -80,7 +80,7 @@ func (c *Console) topics(ctx context.Context, _ *http.Request) (string, any, err
 
 func (c *Console) topic(ctx context.Context, r *http.Request) (string, any, error) {
 	name := r.PathValue("topic")
-	d, err := c.client.DescribeTopic(ctx, name)
+	d, err := clientOf(ctx).DescribeTopic(ctx, name)
 	return "Topic " + name, d, err
 }
 
@@ -92,11 +92,11 @@ type groupRow struct {
 }
 
 func (c *Console) groups(ctx context.Context, _ *http.Request) (string, any, error) {
-	list, err := c.client.Groups(ctx)
+	list, err := clientOf(ctx).Groups(ctx)
 	if err != nil && list == nil {
 		return "Consumer groups", nil, err
 	}
-	lags, _ := c.client.Lags(ctx)
+	lags, _ := clientOf(ctx).Lags(ctx)
 	rows := make([]groupRow, 0, len(list))
 	for _, g := range list {
 		row := groupRow{GroupSummary: g, TotalLag: -1}
@@ -110,16 +110,16 @@ func (c *Console) groups(ctx context.Context, _ *http.Request) (string, any, err
 
 func (c *Console) group(ctx context.Context, r *http.Request) (string, any, error) {
 	name := r.PathValue("group")
-	d, err := c.client.DescribeGroup(ctx, name)
+	d, err := clientOf(ctx).DescribeGroup(ctx, name)
 	return "Group " + name, d, err
 }
 
-func (c *Console) groupLag(_ context.Context, r *http.Request) (any, error) {
-	return c.samples.lagCopy(r.PathValue("group")), nil
+func (c *Console) groupLag(ctx context.Context, r *http.Request) (any, error) {
+	return viewerOf(ctx).samples.lagCopy(r.PathValue("group")), nil
 }
 
 func (c *Console) risk(ctx context.Context, _ *http.Request) (string, any, error) {
-	risks, err := c.client.Risks(ctx)
+	risks, err := clientOf(ctx).Risks(ctx)
 	return "Data at risk", risks, err
 }
 
@@ -170,7 +170,7 @@ func (c *Console) messages(ctx context.Context, r *http.Request) (string, any, e
 		f.View = "text"
 	}
 	d := &messagesData{Form: f}
-	topics, err := c.client.Topics(ctx, true)
+	topics, err := clientOf(ctx).Topics(ctx, true)
 	if err != nil {
 		return "Messages", d, err
 	}
@@ -206,7 +206,7 @@ func (c *Console) browse(ctx context.Context, f browseForm, r *http.Request) ([]
 	}
 	end := admin.OffsetSpec{Kind: admin.OffsetEnd}
 	var out []shownRecord
-	err = c.client.Read(ctx, admin.ReadOptions{Topics: []string{f.Topic}, Partitions: parts, From: from, To: &end,
+	err = clientOf(ctx).Read(ctx, admin.ReadOptions{Topics: []string{f.Topic}, Partitions: parts, From: from, To: &end,
 		Limit: f.Limit, MaxWait: 200 * time.Millisecond}, func(rec *kgo.Record) bool {
 		out = append(out, show(enc, rec))
 		return true

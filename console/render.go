@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kbroker/kbroker/admin"
 )
 
@@ -83,7 +85,7 @@ func (c *Console) page(name string, load loader) http.HandlerFunc {
 			Interval: c.opts.Interval.Milliseconds(), Data: data}
 		status := http.StatusOK
 		if err != nil {
-			err = c.client.Explain(ctx, err)
+			err = clientOf(ctx).Explain(ctx, err)
 			v.Error, status = err.Error(), http.StatusBadGateway
 			var nf *admin.NotFoundError
 			var bad *badInput
@@ -92,6 +94,8 @@ func (c *Console) page(name string, load loader) http.HandlerFunc {
 				status = http.StatusNotFound
 			case errors.As(err, &bad):
 				status = http.StatusBadRequest
+			case denied(err):
+				status = http.StatusForbidden
 			}
 		}
 		var buf bytes.Buffer
@@ -116,9 +120,15 @@ func (c *Console) api(load func(ctx context.Context, r *http.Request) (any, erro
 		w.Header().Set("Cache-Control", "no-store")
 		if err != nil {
 			w.WriteHeader(http.StatusBadGateway)
-			json.NewEncoder(w).Encode(map[string]string{"error": c.client.Explain(ctx, err).Error()})
+			json.NewEncoder(w).Encode(map[string]string{"error": clientOf(ctx).Explain(ctx, err).Error()})
 			return
 		}
 		json.NewEncoder(w).Encode(v)
 	}
+}
+
+// denied reports whether the cluster refused the viewer (its ACLs).
+func denied(err error) bool {
+	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
+		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
 }

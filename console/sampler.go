@@ -224,18 +224,24 @@ func (c *Console) sampleLoop(ctx context.Context) {
 	}
 }
 
-// sampleOnce takes one sample: the local counters always, the cluster's
-// end offsets and group lags while someone is looking.
+// sampleOnce takes one sample: the local counters always, and for each
+// viewer looking, through the viewer's own connection, the end offsets and
+// group lags it may see; then it closes the viewers gone idle.
 func (c *Console) sampleOnce(parent context.Context) {
 	c.samples.addTotals(gather(c.opts.Gatherer))
-	if !c.samples.active() {
-		return
+	for _, v := range c.viewers.sampling() {
+		c.sampleViewer(parent, v)
 	}
+	c.viewers.expire()
+}
+
+// sampleViewer samples what v sees into v's samples.
+func (c *Console) sampleViewer(parent context.Context, v *viewer) {
 	ctx, cancel := context.WithTimeout(parent, max(c.opts.Interval, 2*time.Second))
 	defer cancel()
-	ctx, stop := c.client.Watch(ctx)
+	ctx, stop := v.client.Watch(ctx)
 	defer stop()
-	if ends, err := c.client.Admin().ListEndOffsets(ctx); err == nil || len(ends) > 0 {
+	if ends, err := v.client.Admin().ListEndOffsets(ctx); err == nil || len(ends) > 0 {
 		sums := map[string]int64{}
 		for t, ps := range ends {
 			for p, o := range ps {
@@ -244,10 +250,10 @@ func (c *Console) sampleOnce(parent context.Context) {
 				}
 			}
 		}
-		c.samples.addEnds(sums)
+		v.samples.addEnds(sums)
 	}
-	if lags, err := c.client.Lags(ctx); err == nil {
-		c.samples.addLags(lags)
+	if lags, err := v.client.Lags(ctx); err == nil {
+		v.samples.addLags(lags)
 	}
 }
 

@@ -26,6 +26,7 @@ func fastFlags() []string {
 		"--replica.fetch.backoff.ms=200",
 		"--controller.quorum.election.timeout.ms=1000",
 		"--group.initial.rebalance.delay.ms=0",
+		"--group.share.min.record.lock.duration.ms=1000",
 		"--auto.leader.rebalance.enable=false",
 		"--metrics.listen=",
 		"--log.level=info",

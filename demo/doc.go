@@ -1,6 +1,7 @@
 // Package demo walks through the durability lessons of Kafka's replication
 // model on a throw-away local kbroker cluster: acks=1 against acks=all,
-// min.insync.replicas, and unclean leader election.
+// min.insync.replicas, and unclean leader election; and what a share group
+// (KIP-932, a queue) promises when one of its consumers dies mid-batch.
 //
 // Each Scenario starts its own brokers as child processes of a kbroker
 // binary (free loopback ports, a temporary directory, timeouts of seconds),

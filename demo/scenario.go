@@ -44,6 +44,9 @@ type Outcome struct {
 	// stale replica left the ISR (unclean): exactly the ones an unclean
 	// election of that replica loses.
 	WrittenAfterStale []string `json:"written_after_stale,omitempty"`
+	// Redelivered counts the records a share group handed out more than
+	// once (queue: those the killed consumer held).
+	Redelivered int `json:"redelivered,omitempty"`
 	// OldLeader led the partition before the crash, NewLeader at the end.
 	OldLeader int32 `json:"old_leader"`
 	NewLeader int32 `json:"new_leader"`
@@ -51,7 +54,7 @@ type Outcome struct {
 
 // Scenario is one lesson on its own throw-away cluster.
 type Scenario struct {
-	Name  string // as on the command line: acks1, acksall, mininsync, unclean
+	Name  string // as on the command line: acks1, acksall, mininsync, unclean, queue
 	Title string // one line
 	cfg   Config
 	spec  clusterSpec
@@ -66,7 +69,7 @@ type topicSpec struct {
 }
 
 // Names lists the scenarios in the order "kbroker demo" runs them.
-func Names() []string { return []string{"acks1", "acksall", "mininsync", "unclean"} }
+func Names() []string { return []string{"acks1", "acksall", "mininsync", "unclean", "queue"} }
 
 // New returns the scenario called name.
 func New(name string, cfg Config) (*Scenario, error) {
@@ -84,6 +87,9 @@ func New(name string, cfg Config) (*Scenario, error) {
 	case "unclean":
 		s.Title = "unclean leader election: a stale replica leads, and acknowledged records are lost"
 		s.spec, s.topic, s.play = clusterSpec{brokers: 3, separateController: true}, topicSpec{minISR: 1}, playUnclean
+	case "queue":
+		s.Title = "share groups (KIP-932): three consumers share one partition; one dies mid-batch and its records go to the others"
+		s.spec, s.topic, s.play = clusterSpec{brokers: 3}, topicSpec{minISR: 2}, playQueue
 	default:
 		return nil, fmt.Errorf("unknown scenario %q: one of %s", name, strings.Join(Names(), ", "))
 	}

@@ -93,6 +93,9 @@ func (s *Server) serveConn(nc net.Conn, listenerName string) {
 	}()
 	c.readLoop()
 	<-writerDone
+	if s.opts.OnConnClose != nil {
+		s.opts.OnConnClose(info)
+	}
 }
 
 // readLoop reads, decodes and handles requests in order until the connection
@@ -123,6 +126,9 @@ func (c *conn) readLoop() {
 			return
 		}
 		req.Conn = c.info
+		if !c.waitUnmuted() { // a quota throttled the connection (mute.go)
+			return
+		}
 		if v := c.info.Session.Gate(req.Key); !v.Serve {
 			// Kafka closes such a connection without an answer
 			// (IllegalSaslStateException, or an expired session).

@@ -266,3 +266,28 @@ func TestMaxConnections(t *testing.T) {
 		t.Fatalf("NumConns = %d", s.NumConns())
 	}
 }
+
+// OnConnClose hears of every served connection once it is closed, with the
+// ConnInfo its requests carried.
+func TestOnConnClose(t *testing.T) {
+	closed := make(chan uint64, 1)
+	_, addr, _ := startServer(t, ServerOptions{OnConnClose: func(c *ConnInfo) { closed <- c.ID }})
+	c := NewClient(addr, "a")
+	if _, err := c.Request(context.Background(), metadataFor("x")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-closed:
+		t.Fatalf("connection %d reported closed while open", id)
+	default:
+	}
+	c.Close()
+	select {
+	case id := <-closed:
+		if id == 0 {
+			t.Fatal("no connection id")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnConnClose not called")
+	}
+}

@@ -21,4 +21,10 @@
 // must wait (acks=all, fetch long-poll) returns a deferred Response and the
 // reader moves on. The writer goroutine writes responses strictly in request
 // order, waiting on a deferred response when it reaches it.
+//
+// Quotas: a handler mutes a connection over a quota with
+// ConnInfo.Throttle; the reader handles nothing more from it until the
+// mute ends (KIP-219, mute.go). ServerOptions.ThrottleConnection holds a
+// new connection over its address's connection rate unserved, then closes
+// it (KIP-612, connthrottle.go).
 package protocol

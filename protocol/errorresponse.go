@@ -55,6 +55,8 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 		}
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		alterScramErrors(r, resp.(*kmsg.AlterUserSCRAMCredentialsResponse), code)
+	case *kmsg.AlterClientQuotasRequest:
+		alterClientQuotasErrors(r, resp.(*kmsg.AlterClientQuotasResponse), code)
 	case *kmsg.OffsetCommitRequest:
 		offsetCommitErrors(r, resp.(*kmsg.OffsetCommitResponse), code)
 	case *kmsg.OffsetFetchRequest:
@@ -78,6 +80,9 @@ func ErrorResponse(req kmsg.Request, code int16) kmsg.Response {
 			resp.(*kmsg.ConsumerGroupDescribeResponse).Groups = append(resp.(*kmsg.ConsumerGroupDescribeResponse).Groups, dg)
 		}
 	default:
+		if shareErrorResponse(req, resp, code) {
+			break
+		}
 		// Fetch, ApiVersions, AlterPartition, the broker lifecycle APIs
 		// and every other API that answers with one code.
 		if !setTopLevelErrorCode(resp, code) {
@@ -247,6 +252,21 @@ func setTopLevelErrorCode(resp kmsg.Response, code int16) bool {
 }
 
 // alterScramErrors answers each user named, once.
+// alterClientQuotasErrors answers each entry's entity, as sent
+// (AlterClientQuotasRequest.getErrorResponse).
+func alterClientQuotasErrors(r *kmsg.AlterClientQuotasRequest, out *kmsg.AlterClientQuotasResponse, code int16) {
+	for _, e := range r.Entries {
+		re := kmsg.NewAlterClientQuotasResponseEntry()
+		re.ErrorCode = code
+		for _, c := range e.Entity {
+			ec := kmsg.NewAlterClientQuotasResponseEntryEntity()
+			ec.Type, ec.Name = c.Type, c.Name
+			re.Entity = append(re.Entity, ec)
+		}
+		out.Entries = append(out.Entries, re)
+	}
+}
+
 func alterScramErrors(r *kmsg.AlterUserSCRAMCredentialsRequest, out *kmsg.AlterUserSCRAMCredentialsResponse, code int16) {
 	seen := map[string]bool{}
 	add := func(user string) {

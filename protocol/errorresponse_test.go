@@ -70,8 +70,24 @@ func errorRequests() map[string]struct {
 	incremental.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "1"}}
 	reassign := kmsg.NewPtrAlterPartitionAssignmentsRequest()
 	reassign.Topics = []kmsg.AlterPartitionAssignmentsRequestTopic{{Topic: "t", Partitions: []kmsg.AlterPartitionAssignmentsRequestTopicPartition{{Partition: 0}}}}
+	quotas := kmsg.NewPtrAlterClientQuotasRequest()
+	quotas.Entries = []kmsg.AlterClientQuotasRequestEntry{{Entity: []kmsg.AlterClientQuotasRequestEntryEntity{{Type: "user", Name: name}}}, {}}
 	quorum := kmsg.NewPtrDescribeQuorumRequest()
 	quorum.Topics = []kmsg.DescribeQuorumRequestTopic{{Topic: "__cluster_metadata", Partitions: []kmsg.DescribeQuorumRequestTopicPartition{{Partition: 0}}}}
+	shareDescribe := kmsg.NewPtrShareGroupDescribeRequest()
+	shareDescribe.GroupIDs = []string{"g", "h"}
+	shareOffsets := kmsg.NewPtrDescribeShareGroupOffsetsRequest()
+	shareOffsets.Groups = []kmsg.DescribeShareGroupOffsetsRequestGroup{{GroupID: "g"}}
+	initState := kmsg.NewPtrInitializeShareGroupStateRequest()
+	initState.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: 0}, {Partition: 1}}}}
+	readState := kmsg.NewPtrReadShareGroupStateRequest()
+	readState.Topics = []kmsg.ReadShareGroupStateRequestTopic{{Partitions: []kmsg.ReadShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+	writeState := kmsg.NewPtrWriteShareGroupStateRequest()
+	writeState.Topics = []kmsg.WriteShareGroupStateRequestTopic{{Partitions: []kmsg.WriteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+	deleteState := kmsg.NewPtrDeleteShareGroupStateRequest()
+	deleteState.Topics = []kmsg.DeleteShareGroupStateRequestTopic{{Partitions: []kmsg.DeleteShareGroupStateRequestTopicPartition{{Partition: 0}}}}
+	summary := kmsg.NewPtrReadShareGroupStateSummaryRequest()
+	summary.Topics = []kmsg.ReadShareGroupStateSummaryRequestTopic{{Partitions: []kmsg.ReadShareGroupStateSummaryRequestTopicPartition{{Partition: 0}}}}
 	return map[string]struct {
 		req   kmsg.Request
 		codes int
@@ -90,10 +106,24 @@ func errorRequests() map[string]struct {
 		"incremental alter":       {incremental, 1},
 		"reassignments":           {reassign, 2},
 		"describe quorum":         {quorum, 2}, // the partition's and the unset top level
+		"alter client quotas":     {quotas, 2},
+		"describe client quotas":  {kmsg.NewPtrDescribeClientQuotasRequest(), 1},
 		"fetch":                   {kmsg.NewPtrFetchRequest(), 1},
 		"api versions":            {kmsg.NewPtrApiVersionsRequest(), 1},
 		"alter partition":         {kmsg.NewPtrAlterPartitionRequest(), 1},
 		"broker heartbeat":        {kmsg.NewPtrBrokerHeartbeatRequest(), 1},
+		"share group heartbeat":   {kmsg.NewPtrShareGroupHeartbeatRequest(), 1},
+		"share group describe":    {shareDescribe, 2},
+		"share fetch":             {kmsg.NewPtrShareFetchRequest(), 1},
+		"share acknowledge":       {kmsg.NewPtrShareAcknowledgeRequest(), 1},
+		"initialize share state":  {initState, 2},
+		"read share state":        {readState, 1},
+		"write share state":       {writeState, 1},
+		"delete share state":      {deleteState, 1},
+		"share state summary":     {summary, 1},
+		"share group offsets":     {shareOffsets, 1},
+		"alter share offsets":     {kmsg.NewPtrAlterShareGroupOffsetsRequest(), 1},
+		"delete share offsets":    {kmsg.NewPtrDeleteShareGroupOffsetsRequest(), 1},
 	}
 }
 

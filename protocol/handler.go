@@ -33,9 +33,10 @@ type ConnInfo struct {
 	// reads Principal.
 	Session *session.Session
 
-	principal atomic.Pointer[principal.Principal] // see Principal
-	security  *ListenerSecurity                   // the listener's; nil in tests
-	server    *Server                             // for OnAuthFailure; nil in tests
+	principal  atomic.Pointer[principal.Principal] // see Principal
+	mutedUntil atomic.Int64                        // unix ns; see Throttle (mute.go)
+	security   *ListenerSecurity                   // the listener's; nil in tests
+	server     *Server                             // for OnAuthFailure; nil in tests
 }
 
 // Request is one decoded request.

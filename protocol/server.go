@@ -34,7 +34,15 @@ type ServerOptions struct {
 	// TLS handshake or a SASL exchange), for metrics. The failure is logged
 	// by the server.
 	OnAuthFailure func(f AuthFailure)
-	Logger        *slog.Logger
+	// ThrottleConnection, if set, is asked about each connection accepted
+	// by Serve: a positive answer holds it that long unserved, then closes
+	// it (connection rate quotas, connthrottle.go).
+	ThrottleConnection func(remote net.Addr) time.Duration
+	// OnConnClose, if set, is called once a connection that was served
+	// is closed and its last response written or dropped: state kept per
+	// connection elsewhere (share sessions, KIP-932) goes with it.
+	OnConnClose func(c *ConnInfo)
+	Logger      *slog.Logger
 }
 
 func (o *ServerOptions) withDefaults() ServerOptions {
@@ -122,6 +130,10 @@ func (s *Server) Serve(l net.Listener, listenerName string) error {
 		}
 		backoff = 5 * time.Millisecond
 		if !s.admit(nc, listenerName) {
+			continue
+		}
+		if d := s.connectionThrottle(nc); d > 0 {
+			s.throttleConn(nc, listenerName, d)
 			continue
 		}
 		go func() {

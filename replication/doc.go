@@ -10,22 +10,35 @@
 //     with the replica id and broker epoch (KIP-903), CurrentLeaderEpoch,
 //     LastFetchedEpoch. The leader learns a follower's LEO from its fetch
 //     offset, and its broker epoch from ReplicaState.
+//
 //   - HW = min LEO over the maximal ISR (the committed ISR plus an expansion in
-//     flight). It never moves backwards, and it does not advance while the ISR
-//     is smaller than min.insync.replicas.
+//     flight). It never moves backwards, and it does not advance while the
+//     committed ISR is smaller than the effective min.insync.replicas (capped
+//     at the replica count): KIP-966's strict min ISR, which makes every
+//     replica that leaves a short ISR an eligible leader (hwm.go).
+//
 //   - A follower that has not caught up within replica.lag.time.max.ms leaves
 //     the ISR; one whose LEO reaches the HW (and the current epoch's start
 //     offset) joins again. Changes go to the controller through AlterPartition
 //     with the partition epoch (and each member's broker epoch, KIP-903); a
 //     shrink applies once committed, an expansion at once for HW purposes. A
 //     change whose answer is lost stays pending and is sent again.
+//
 //   - After a leader change a follower truncates where its log diverges from the
 //     leader's (DivergingEpoch), never blindly to its HW.
+//
 //   - A new leader's HW (its own, or its checkpoint after a restart) can lag
 //     the one its predecessor served: consumers (Fetch, ListOffsets) get
 //     OFFSET_NOT_AVAILABLE, retriable, until the HW reaches the offset the
 //     epoch started at, so no consumer sees the HW or the LSO move back
 //     (Kafka refuses ListOffsets so; kbroker refuses fetches too).
+//
+//   - Replication throttles (KIP-73, throttle.go): a leader answers an
+//     out-of-sync follower's fetch of a throttled partition without records,
+//     and a follower leaves its throttled out-of-sync partitions out of its
+//     fetches, while the side's rate (SimpleRate over replication.quota.
+//     window.*) is above leader/follower.replication.throttled.rate. In-sync
+//     replicas are never held back.
 //
 // Transactions (issue 14): the log keeps each producer's open transaction
 // and the last stable offset (LSO = min(first offset of an open or not yet
@@ -33,8 +46,9 @@
 // the markers they replicate like any batch, so a new leader has the same
 // LSO and aborted index. A read_committed consumer reads below the LSO and
 // gets the aborted transactions overlapping what it read
-// (ReadForConsumerAt); ListOffsetAt answers the LSO as its latest offset.
-// The simulator's in-memory log has no transactions (its LSO is the HW).
+// (ReadForConsumerAt; a follower serving a consumer, KIP-392, reads from
+// its own LSO and index: ReadForConsumerOnFollowerAt); ListOffsetAt
+// answers the LSO as its latest offset. The simulator's in-memory log has no transactions (its LSO is the HW).
 //
 // Decisions (HW, ISR shrink/expand) are pure functions over a snapshot
 // (hwm.go, isr.go); the truncation point (Partition.TruncationPoint in
@@ -46,7 +60,8 @@
 // role's operations), offsets.go (ListOffsets, DeleteRecords), log.go (the
 // ReplicaLog interface a Partition reads and writes, implemented by
 // storage.Log), fetcher.go and leaderclient.go (replica fetchers and their
-// connection to the leader), manager.go (this broker's partitions, fetchers
+// connection to the leader), throttle.go and fetcher_throttle.go
+// (replication throttles), manager.go (this broker's partitions, fetchers
 // and AlterPartition sender).
 //
 // Lock order: Manager.mu, a fetcher's mu, Partition.roleMu, Partition.mu,

@@ -32,6 +32,9 @@ type FetcherOptions struct {
 	// Security is how the default client reaches the inter-broker
 	// listener: TLS and SASL, as any client (zero: PLAINTEXT).
 	Security protocol.ClientSecurity
+	// Throttle is the follower side's replication throttle (throttle.go);
+	// nil: none.
+	Throttle *ReplicaQuota
 }
 
 func (o FetcherOptions) withDefaults() FetcherOptions {
@@ -82,6 +85,8 @@ type fetcher struct {
 
 	mu         sync.Mutex // guards partitions
 	partitions map[*Partition]*fetchPartition
+
+	session fetchSession // used by the loop only
 }
 
 // fetchPartition is a partition's fetch status in one fetcher.
@@ -89,6 +94,9 @@ type fetchPartition struct {
 	// delayUntil backs off a partition after an error, without stalling the
 	// others.
 	delayUntil time.Time
+	// lag is the leader's HW less our log end after the last fetch; -1
+	// before one (fetcher_throttle.go).
+	lag int64
 }
 
 // fetcherConfig is what a fetcher is built from.
@@ -116,7 +124,7 @@ func newFetcher(c fetcherConfig) *fetcher {
 
 func (f *fetcher) add(p *Partition) {
 	f.mu.Lock()
-	f.partitions[p] = &fetchPartition{}
+	f.partitions[p] = &fetchPartition{lag: -1}
 	f.mu.Unlock()
 	f.poke()
 }
@@ -280,6 +288,7 @@ func (f *fetcher) nextRound() (fetchRound, bool) {
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, f.fetchPartition(s))
 		parts[fetchPartKey{key, s.p.Index}] = s
 	}
+	f.session.build(req)
 	return fetchRound{req: req, parts: parts}, true
 }
 
@@ -296,7 +305,7 @@ func (f *fetcher) duePartitions() []sent {
 			delete(f.partitions, p)
 			continue
 		}
-		if !now.Before(fp.delayUntil) {
+		if !now.Before(fp.delayUntil) && !f.throttled(p, fp) {
 			due = append(due, sent{p: p, state: st})
 		}
 	}
@@ -320,8 +329,6 @@ func (f *fetcher) newFetchRequest(byID bool) *kmsg.FetchRequest {
 	req.MaxWaitMillis = int32(f.opts.MaxWait / time.Millisecond)
 	req.MinBytes = f.opts.MinBytes
 	req.MaxBytes = f.opts.MaxBytes
-	req.SessionID = 0
-	req.SessionEpoch = -1 // full fetches, no session
 	return req
 }
 
@@ -340,15 +347,23 @@ func (f *fetcher) fetchPartition(s sent) kmsg.FetchRequestTopicPartition {
 // returns how long the fetcher waits before the next round.
 func (f *fetcher) complete(r fetchRound, resp *kmsg.FetchResponse, err error) time.Duration {
 	if err != nil {
+		f.session.onError()
 		if f.ctx.Err() == nil {
 			f.logger.Debug("replica fetch failed", "err", err)
 		}
 		return f.opts.Backoff
 	}
+	f.session.onResponse(resp)
 	return f.handleResponse(r, resp)
 }
 
 func (f *fetcher) handleResponse(r fetchRound, resp *kmsg.FetchResponse) time.Duration {
+	if sessionError(resp.ErrorCode) {
+		// The leader lost or moved on from our session (a restart, an
+		// eviction): the next fetch is full and starts a new one, now.
+		f.logger.Info("replica fetch session refused; starting a new one", "err", kerr.ErrorForCode(resp.ErrorCode))
+		return 0
+	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		f.logger.Warn("replica fetch refused", "err", err)
 		return f.opts.Backoff
@@ -356,7 +371,7 @@ func (f *fetcher) handleResponse(r fetchRound, resp *kmsg.FetchResponse) time.Du
 	// The response's record batches alias the client's buffer, which the
 	// next request overwrites: partitions out of range (which need a
 	// ListOffsets) are handled after every other one has been appended.
-	var outOfRange []sent
+	var outOfRange, durable []sent
 	for ti := range resp.Topics {
 		t := &resp.Topics[ti]
 		for i := range t.Partitions {
@@ -371,7 +386,18 @@ func (f *fetcher) handleResponse(r fetchRound, resp *kmsg.FetchResponse) time.Du
 			}
 			if err := f.handlePartition(s, rp); err != nil {
 				f.backoff(s.p, err)
+			} else if len(rp.RecordBatches) > 0 && s.p.log.Durable() {
+				durable = append(durable, s)
 			}
+		}
+	}
+	// Durable mode: the next fetch offset (our LEO) tells the leader what
+	// we have on disk, so wait for the flush of everything appended. The
+	// first wait joins the log dir's group commit round, which covers the
+	// other partitions appended above too.
+	for _, s := range durable {
+		if err := s.p.log.WaitDurable(); err != nil {
+			f.backoff(s.p, err)
 		}
 	}
 	for _, s := range outOfRange {
@@ -390,7 +416,11 @@ func (f *fetcher) handlePartition(s sent, rp *kmsg.FetchResponseTopicPartition) 
 		return f.truncate(s, EpochEndOffset{Epoch: rp.DivergingEpoch.Epoch, EndOffset: rp.DivergingEpoch.EndOffset})
 	}
 	batches := record.WholeBatches(rp.RecordBatches)
-	return s.p.AppendAsFollower(s.state.LeaderEpoch, batches, rp.HighWatermark, rp.LogStartOffset)
+	if err := s.p.AppendAsFollower(s.state.LeaderEpoch, batches, rp.HighWatermark, rp.LogStartOffset); err != nil {
+		return err
+	}
+	f.fetched(s.p, len(batches), rp.HighWatermark)
+	return nil
 }
 
 func (f *fetcher) truncate(s sent, leader EpochEndOffset) error {

@@ -7,25 +7,47 @@ import (
 
 func TestHighWatermark(t *testing.T) {
 	for _, tc := range []struct {
-		name    string
-		current int64
-		isr     []int32
-		leos    map[int32]int64
-		minISR  int32
-		want    int64
+		name               string
+		current            int64
+		committed, maximal []int32
+		leos               map[int32]int64
+		minISR             int32
+		want               int64
 	}{
-		{"single replica follows its LEO", 0, []int32{1}, map[int32]int64{1: 10}, 1, 10},
-		{"min over the ISR", 0, []int32{1, 2, 3}, map[int32]int64{1: 10, 2: 7, 3: 9}, 1, 7},
-		{"never backwards", 8, []int32{1, 2}, map[int32]int64{1: 10, 2: 5}, 1, 8},
-		{"held while ISR < min.insync.replicas", 3, []int32{1}, map[int32]int64{1: 10}, 2, 3},
-		{"unknown follower LEO holds it", 3, []int32{1, 2}, map[int32]int64{1: 10}, 1, 3},
-		{"replicas outside the ISR do not count", 0, []int32{1, 2}, map[int32]int64{1: 10, 2: 10, 3: 0}, 2, 10},
+		{"single replica follows its LEO", 0, []int32{1}, []int32{1}, map[int32]int64{1: 10}, 1, 10},
+		{"min over the ISR", 0, []int32{1, 2, 3}, []int32{1, 2, 3}, map[int32]int64{1: 10, 2: 7, 3: 9}, 1, 7},
+		{"never backwards", 8, []int32{1, 2}, []int32{1, 2}, map[int32]int64{1: 10, 2: 5}, 1, 8},
+		{"held while ISR < min.insync.replicas", 3, []int32{1}, []int32{1}, map[int32]int64{1: 10}, 2, 3},
+		{"unknown follower LEO holds it", 3, []int32{1, 2}, []int32{1, 2}, map[int32]int64{1: 10}, 1, 3},
+		{"replicas outside the ISR do not count", 0, []int32{1, 2}, []int32{1, 2}, map[int32]int64{1: 10, 2: 10, 3: 0}, 2, 10},
+		// KIP-966: an expansion the controller has not committed does not
+		// lift the ISR to min.insync.replicas.
+		{"held while only an expansion in flight reaches min.insync.replicas", 3,
+			[]int32{1}, []int32{1, 2}, map[int32]int64{1: 10, 2: 10}, 2, 3},
+		// ...but it does count for the minimum once the ISR is large enough.
+		{"an expansion in flight holds the HW at its LEO", 0,
+			[]int32{1, 2}, []int32{1, 2, 3}, map[int32]int64{1: 10, 2: 10, 3: 4}, 2, 4},
+		// A shrink in flight: the committed ISR (the larger one) counts.
+		{"a shrink in flight counts the member still committed", 0,
+			[]int32{1, 2}, []int32{1, 2}, map[int32]int64{1: 10, 2: 6}, 2, 6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := HighWatermark(tc.current, tc.isr, tc.leos, tc.minISR); got != tc.want {
+			if got := HighWatermark(tc.current, tc.committed, tc.maximal, tc.leos, tc.minISR); got != tc.want {
 				t.Fatalf("HighWatermark = %d, want %d", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestEffectiveMinISR(t *testing.T) {
+	for _, tc := range []struct {
+		minISR   int32
+		replicas int
+		want     int32
+	}{{2, 3, 2}, {3, 3, 3}, {3, 1, 1}, {2, 2, 2}, {0, 3, 1}, {5, 0, 1}} {
+		if got := EffectiveMinISR(tc.minISR, tc.replicas); got != tc.want {
+			t.Errorf("EffectiveMinISR(%d, %d) = %d, want %d", tc.minISR, tc.replicas, got, tc.want)
+		}
 	}
 }
 

@@ -30,6 +30,13 @@ func (p *Partition) AppendAsLeader(batches []record.Batch, acks int16, opts stor
 	if err != nil {
 		return info, err
 	}
+	if acks != -1 && p.log.Durable() {
+		// acks=0/1 in durable mode: answered once the leader's copy is on
+		// disk (acks=all waits for the HW, which counts flushed copies).
+		if err := p.log.WaitDurable(); err != nil {
+			return info, err
+		}
+	}
 	ev := LogEndMoved
 	if p.maybeAdvanceSoleHW() {
 		ev |= HighWatermarkMoved
@@ -47,7 +54,7 @@ func (p *Partition) leaderAppendEpoch(acks int16) (int32, error) {
 	switch {
 	case p.role != RoleLeader:
 		return -1, kerr.NotLeaderForPartition
-	case acks == -1 && int32(len(p.isr.committed)) < p.minISR:
+	case acks == -1 && int32(len(p.isr.committed)) < p.effectiveMinISRLocked():
 		return -1, kerr.NotEnoughReplicas
 	}
 	return p.leaderEpoch, nil
@@ -109,7 +116,7 @@ func (p *Partition) hwReached(offset int64) (bool, error) {
 		return true, kerr.NotLeaderForPartition
 	case p.log.HighWatermark() > offset:
 		return true, nil
-	case int32(len(p.isr.maximal())) < p.minISR:
+	case int32(len(p.isr.maximal())) < p.effectiveMinISRLocked():
 		return true, kerr.NotEnoughReplicasAfterAppend
 	}
 	return false, nil
@@ -170,25 +177,7 @@ func (p *Partition) ReadForConsumerAt(iso Isolation, offset int64, maxBytes int3
 	if err := p.checkHWCaughtUpLocked(); err != nil {
 		return ReadResult{}, err
 	}
-	hw := p.log.HighWatermark()
-	res := ReadResult{HighWatermark: hw, LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
-		LastStableOffset: p.log.LastStableOffset()}
-	bound := hw
-	if iso == ReadCommitted {
-		bound = res.LastStableOffset
-	}
-	rr, err := p.log.Read(offset, maxBytes, bound, minOneBatch)
-	if err != nil {
-		if errors.Is(err, storage.ErrOffsetOutOfRange) {
-			return res, kerr.OffsetOutOfRange
-		}
-		return res, err
-	}
-	res.ReadResult = rr
-	if iso == ReadCommitted && len(rr.Data) > 0 {
-		res.Aborted = p.log.AbortedTransactions(offset, rr.NextOffset)
-	}
-	return res, nil
+	return p.readConsumerLocked(p.offsetsLocked(), iso, offset, maxBytes, minOneBatch)
 }
 
 // checkHWCaughtUpLocked refuses consumers (OFFSET_NOT_AVAILABLE, retriable)
@@ -284,7 +273,7 @@ func (p *Partition) unreadableFetchLocked(f FollowerFetch) (answer ReadResult, a
 	if err := p.checkFollowerFetchLocked(f); err != nil {
 		return ReadResult{}, false, err
 	}
-	offsets := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	offsets := p.offsetsLocked()
 	if f.LastFetchedEpoch >= 0 {
 		div, err := p.divergenceLocked(f.LastFetchedEpoch, f.FetchOffset)
 		if err != nil {
@@ -334,17 +323,8 @@ func (p *Partition) readForFollower(f FollowerFetch, epoch int32) (ReadResult, e
 	if p.leaderEpoch != epoch {
 		return ReadResult{}, kerr.NotLeaderForPartition
 	}
-	res := ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
-		LastStableOffset: p.log.LastStableOffset()}
-	rr, err := p.log.Read(f.FetchOffset, f.MaxBytes, res.LogEndOffset, f.MinOneBatch)
-	if err != nil {
-		if errors.Is(err, storage.ErrOffsetOutOfRange) {
-			return res, kerr.OffsetOutOfRange
-		}
-		return res, err
-	}
-	res.ReadResult = rr
-	return res, nil
+	res := p.offsetsLocked()
+	return p.readLocked(res, f.FetchOffset, f.MaxBytes, res.LogEndOffset, f.MinOneBatch)
 }
 
 // divergenceLocked compares a follower's last fetched epoch with our epoch

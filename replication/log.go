@@ -40,6 +40,15 @@ type ReplicaLog interface {
 	TruncateFullyAndStartAt(offset int64) error
 	SetLogStartOffset(offset int64) error
 
+	// Durable reports flush.messages=1 (durable acknowledgements, issue
+	// 19): DurableEnd is then the offset below which the log is on disk,
+	// WaitDurable waits for everything appended so far to be, and the
+	// flush listener runs after each group commit that flushed the log.
+	Durable() bool
+	DurableEnd() int64
+	WaitDurable() error
+	SetFlushListener(f func())
+
 	// MaxTimestamp and OffsetForTimestamp answer ListOffsets by time.
 	MaxTimestamp() (ts int64, offset int64)
 	OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool)

@@ -93,6 +93,13 @@ func (l *memLog) unlock() {
 	}
 }
 
+// The simulator's log is never durable (issue 19's flush.messages=1 is a
+// storage.Log mode).
+func (l *memLog) Durable() bool           { return false }
+func (l *memLog) DurableEnd() int64       { return l.LogEndOffset() }
+func (l *memLog) WaitDurable() error      { return nil }
+func (l *memLog) SetFlushListener(func()) {}
+
 func (l *memLog) LogEndOffset() int64 {
 	l.lock()
 	defer l.unlock()

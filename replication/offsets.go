@@ -22,7 +22,10 @@ type OffsetLookup struct {
 
 // ListOffset answers ListOffsets. Consumers (fromReplica false) see only
 // committed data: the latest offset is the HW and a timestamp lookup finds
-// nothing at or beyond it. A replica sees up to the log end.
+// nothing at or beyond it. A replica sees up to the log end. Until a new
+// leader's HW reaches the start of its epoch, a consumer's latest offset
+// and a timestamp found beyond the HW get OFFSET_NOT_AVAILABLE (retriable),
+// as Kafka's.
 func (p *Partition) ListOffset(ts int64, currentLeaderEpoch int32, fromReplica bool) (OffsetLookup, error) {
 	return p.ListOffsetAt(ReadUncommitted, ts, currentLeaderEpoch, fromReplica)
 }
@@ -52,8 +55,14 @@ func (p *Partition) ListOffsetAt(iso Isolation, ts int64, currentLeaderEpoch int
 		end = p.log.LastStableOffset()
 	}
 	none := OffsetLookup{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
+	// A new leader whose HW has not yet reached its epoch's start offset
+	// does not know the committed end yet (Kafka's fetchOffsetForTimestamp).
+	lagging := !fromReplica && p.leaderEpochStartOffset > end
 	switch ts {
 	case LatestTimestamp:
+		if lagging {
+			return none, kerr.OffsetNotAvailable
+		}
 		return OffsetLookup{Offset: end, Timestamp: -1, LeaderEpoch: p.epochForOffsetLocked(end)}, nil
 	case EarliestTimestamp, EarliestLocalTimestamp, EarliestPendingUpload:
 		start := p.log.LogStartOffset()
@@ -70,6 +79,9 @@ func (p *Partition) ListOffsetAt(iso Isolation, ts int64, currentLeaderEpoch int
 	}
 	off, found, ok := p.log.OffsetForTimestamp(ts)
 	if !ok || off >= end {
+		if lagging {
+			return none, kerr.OffsetNotAvailable
+		}
 		return none, nil
 	}
 	return OffsetLookup{Offset: off, Timestamp: found, LeaderEpoch: p.epochForOffsetLocked(off)}, nil

@@ -108,12 +108,37 @@ func NewPartition(topic string, index int32, log ReplicaLog, opts PartitionOptio
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Partition{
+	p := &Partition{
 		Topic: topic, Index: index, localID: opts.LocalID, log: log, now: now,
 		logger:     logger.With("topic", topic, "partition", index),
 		proposeISR: opts.ProposeISR, onISRChange: opts.OnISRChange,
 		leader: -1, minISR: 1,
 	}
+	log.SetFlushListener(p.logFlushed)
+	return p
+}
+
+// logFlushed runs after a group commit flushed the log (durable mode): the
+// leader's own copy counts for the HW only from then on.
+func (p *Partition) logFlushed() {
+	p.mu.Lock()
+	moved := p.maybeAdvanceHWLocked()
+	p.mu.Unlock()
+	if moved {
+		p.watchers.notify(HighWatermarkMoved)
+	}
+}
+
+// localEnd is the leader's own contribution to the HW: its log end offset,
+// or in durable mode (flush.messages=1) the end of what is on disk, so that
+// acks=all is answered only once every ISR member has the batch fsynced
+// (followers report flushed data only: their fetcher waits for the flush
+// before the next fetch, whose offset is their LEO).
+func (p *Partition) localEnd() int64 {
+	if p.log.Durable() {
+		return p.log.DurableEnd()
+	}
+	return p.log.LogEndOffset()
 }
 
 // Log returns the partition's storage log, nil when the partition runs on
@@ -141,7 +166,7 @@ type Snapshot struct {
 	LogStartOffset int64
 	// LastStableOffset is the LSO: read_committed consumers read below it.
 	LastStableOffset int64
-	MinISR           int32
+	MinISR           int32 // effective: min.insync.replicas capped at the replica count
 	LogSize          int64
 	Segments         int
 	// FollowerLEOs is each follower's LEO as the leader last saw it (-1:
@@ -159,7 +184,7 @@ func (p *Partition) Snapshot() Snapshot {
 		Replicas:       slices.Clone(p.replicas), ISR: slices.Clone(p.isr.committed),
 		MaximalISR:    slices.Clone(p.isr.maximal()),
 		HighWatermark: p.log.HighWatermark(), LogEndOffset: p.log.LogEndOffset(),
-		LogStartOffset: p.log.LogStartOffset(), LastStableOffset: p.log.LastStableOffset(), MinISR: p.minISR,
+		LogStartOffset: p.log.LogStartOffset(), LastStableOffset: p.log.LastStableOffset(), MinISR: p.effectiveMinISRLocked(),
 		LogSize: p.log.Size(), Segments: p.log.NumSegments(),
 		FollowerLEOs: p.followerLEOsLocked(),
 	}
@@ -197,6 +222,12 @@ func (p *Partition) SetMinISR(n int32) {
 	p.maybeAdvanceHWLocked()
 	p.mu.Unlock()
 	p.watchers.notify(HighWatermarkMoved)
+}
+
+// effectiveMinISRLocked is min.insync.replicas capped at the replica count.
+// Must be called with mu held.
+func (p *Partition) effectiveMinISRLocked() int32 {
+	return EffectiveMinISR(p.minISR, len(p.replicas))
 }
 
 // checkEpochLocked validates a request's current leader epoch (-1: not given).
@@ -240,13 +271,13 @@ func (p *Partition) maybeAdvanceHWLocked() bool {
 	leos := make(map[int32]int64, len(maximal))
 	for _, id := range maximal {
 		if id == p.localID {
-			leos[id] = p.log.LogEndOffset()
+			leos[id] = p.localEnd()
 		} else if f, ok := p.followers[id]; ok && f.LEO >= 0 {
 			leos[id] = f.LEO
 		}
 	}
 	cur := p.log.HighWatermark()
-	hw := HighWatermark(cur, maximal, leos, p.minISR)
+	hw := HighWatermark(cur, p.isr.committed, maximal, leos, p.effectiveMinISRLocked())
 	if hw == cur {
 		return false
 	}

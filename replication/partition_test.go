@@ -230,17 +230,22 @@ func TestISRShrinkAndMinISR(t *testing.T) {
 	if hw := l.p.Snapshot().HighWatermark; hw != 0 {
 		t.Fatalf("HW moved to %d with the ISR below min.insync.replicas", hw)
 	}
-	// The follower catches up and is proposed back (KIP-497: it counts for
-	// the HW at once).
+	// The follower catches up and is proposed back. An expansion in flight
+	// counts for the HW (KIP-497), but not for min.insync.replicas: the
+	// committed ISR is still [1] (Kafka's isUnderMinIsr), so the HW holds.
 	replicate(t, l, f2, 2)
 	replicate(t, l, f2, 2)
 	change, _ = l.lastProposal()
 	if !slices.Equal(change.NewISR, []int32{1, 2}) {
 		t.Fatalf("proposed %v, want [1 2]", change.NewISR)
 	}
+	if hw := l.p.Snapshot().HighWatermark; hw != 0 {
+		t.Fatalf("HW = %d with the expansion not committed yet, want 0", hw)
+	}
+	l.p.ISRResult(change, []int32{1, 2}, 0, 2, nil)
 	// Offsets 0 and 1 (the acks=1 batch) are on both replicas now.
 	if hw := l.p.Snapshot().HighWatermark; hw != 2 {
-		t.Fatalf("HW = %d after expansion in flight, want 2", hw)
+		t.Fatalf("HW = %d after the expansion committed, want 2", hw)
 	}
 }
 
@@ -407,5 +412,52 @@ func TestNewLeaderRefusesConsumersUntilHWCatchesUp(t *testing.T) {
 	}
 	if res.Release != nil {
 		res.Release()
+	}
+}
+
+// KIP-966's strict min ISR, on a real leader: while the committed ISR is
+// smaller than min.insync.replicas the HW does not move, however far the
+// replicas outside it have copied the log; it moves once the controller
+// commits an ISR of min.insync.replicas members. A topic whose
+// min.insync.replicas exceeds its replication factor is capped at it.
+func TestHighWatermarkHeldWhileISRBelowMinISR(t *testing.T) {
+	clock := testsupport.NewClock(time.Unix(1000, 0))
+	l, f2 := newTestReplica(t, 1, clock), newTestReplica(t, 2, clock)
+	if err := l.p.MakeLeader(leaderState(0, 0, 1), 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f2.p.MakeFollower(PartitionState{Topic: "t", Replicas: []int32{1, 2, 3}, ISR: []int32{1}, Leader: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := l.p.AppendAsLeader(batch(2), 1, storage.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		replicate(t, l, f2, 2)
+		replicate(t, l, f2, 2)
+		if hw := l.p.Snapshot().HighWatermark; hw != 0 {
+			t.Fatalf("HW moved to %d with the committed ISR [1] below min.insync.replicas 2", hw)
+		}
+	}
+	change, ok := l.lastProposal()
+	if !ok || !slices.Equal(change.NewISR, []int32{1, 2}) {
+		t.Fatalf("proposed %+v, want ISR [1 2]", change)
+	}
+	l.p.ISRResult(change, []int32{1, 2}, 0, 1, nil)
+	if hw := l.p.Snapshot().HighWatermark; hw != 6 {
+		t.Fatalf("HW = %d once the ISR [1 2] is committed, want 6", hw)
+	}
+
+	// RF 1 with min.insync.replicas 2: the effective minimum is 1.
+	single := newTestReplica(t, 1, clock)
+	st := PartitionState{Topic: "t", Replicas: []int32{1}, ISR: []int32{1}, Leader: 1}
+	if err := single.p.MakeLeader(st, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := single.p.AppendAsLeader(batch(1), -1, storage.AppendOptions{}); err != nil {
+		t.Fatalf("acks=all on RF 1 with min.insync.replicas 2: %v", err)
+	}
+	if hw := single.p.Snapshot().HighWatermark; hw != 1 {
+		t.Fatalf("RF 1 HW = %d, want 1", hw)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"io/fs"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,8 +51,8 @@ func encodeCheckpoint(lines []string) []byte {
 // lines split on spaces, each with exactly fields fields. A missing file is
 // (nil, fs.ErrNotExist); any malformation (wrong version, count mismatch,
 // truncated file) is ErrCorruptCheckpoint.
-func readCheckpoint(path string, fields int) ([][]string, error) {
-	data, err := os.ReadFile(path)
+func readCheckpoint(fsys vfs.FS, path string, fields int) ([][]string, error) {
+	data, err := vfs.ReadFile(fsys, path)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func readCheckpoint(path string, fields int) ([][]string, error) {
 
 // writeOffsetCheckpoint writes "<topic> <partition> <offset>" lines
 // atomically, sorted for stable files.
-func writeOffsetCheckpoint(path string, offsets map[TopicPartition]int64) error {
+func writeOffsetCheckpoint(fsys vfs.FS, path string, offsets map[TopicPartition]int64) error {
 	tps := make([]TopicPartition, 0, len(offsets))
 	for tp := range offsets {
 		tps = append(tps, tp)
@@ -109,13 +109,13 @@ func writeOffsetCheckpoint(path string, offsets map[TopicPartition]int64) error 
 	for i, tp := range tps {
 		lines[i] = fmt.Sprintf("%s %d %d", tp.Topic, tp.Partition, offsets[tp])
 	}
-	return writeFileAtomic(path, encodeCheckpoint(lines))
+	return writeFileAtomic(fsys, path, encodeCheckpoint(lines))
 }
 
 // readOffsetCheckpoint reads a file written by writeOffsetCheckpoint. A
 // missing file is an empty map and no error.
-func readOffsetCheckpoint(path string) (map[TopicPartition]int64, error) {
-	rows, err := readCheckpoint(path, 3)
+func readOffsetCheckpoint(fsys vfs.FS, path string) (map[TopicPartition]int64, error) {
+	rows, err := readCheckpoint(fsys, path, 3)
 	if errors.Is(err, fs.ErrNotExist) {
 		return map[TopicPartition]int64{}, nil
 	}

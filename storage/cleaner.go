@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"log/slog"
 	"math"
 	"os"
@@ -231,7 +232,7 @@ func earliestFirstBatchTimestamp(segs []*segment) int64 {
 	earliest := int64(math.MaxInt64)
 	var hdr [record.BatchHeaderSize]byte
 	for _, s := range segs {
-		if s.size.Load() < record.BatchHeaderSize || readAt(s.logPath(), hdr[:], 0) != nil {
+		if s.size.Load() < record.BatchHeaderSize || readAt(s.env.fs, s.logPath(), hdr[:], 0) != nil {
 			continue
 		}
 		if h, _ := record.ParseBatchHeader(hdr[:]); h.MaxTimestamp > 0 {
@@ -554,7 +555,7 @@ type cleanedWriter struct {
 	dir       string
 	base      int64
 	env       *fileEnv
-	f         *os.File
+	f         vfs.File
 	bw        *bufio.Writer
 	pos       int64
 	index     *indexBuilder
@@ -564,7 +565,7 @@ type cleanedWriter struct {
 func newCleanedWriter(dir string, base int64, env *fileEnv) (*cleanedWriter, error) {
 	w := &cleanedWriter{dir: dir, base: base, env: env, index: newIndexBuilder(base, env.indexInterval.Load())}
 	w.removeFiles() // leftovers of a failed cleaning
-	f, err := os.OpenFile(w.path(logSuffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	f, err := w.env.fs.OpenFile(w.path(logSuffix), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, diskError("create cleaned segment", err)
 	}
@@ -578,7 +579,7 @@ func (w *cleanedWriter) path(suffix string) string {
 
 func (w *cleanedWriter) removeFiles() {
 	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
-		os.Remove(w.path(suf))
+		w.env.fs.Remove(w.path(suf))
 	}
 }
 
@@ -611,17 +612,17 @@ func (w *cleanedWriter) finish(group []*segment, aborted []AbortedTxn) (*segment
 	}
 	last := group[len(group)-1]
 	mtime := time.UnixMilli(last.lastModifiedMs.Load())
-	if err := os.Chtimes(w.path(logSuffix), mtime, mtime); err != nil {
+	if err := w.env.fs.Chtimes(w.path(logSuffix), mtime, mtime); err != nil {
 		return nil, fmt.Errorf("storage: set cleaned segment time: %w", err)
 	}
 	w.index.maybeTimeEntry()
-	if err := writeFileSynced(w.path(indexSuffix), w.index.index); err != nil {
+	if err := writeFileSynced(w.env.fs, w.path(indexSuffix), w.index.index); err != nil {
 		return nil, err
 	}
-	if err := writeFileSynced(w.path(timeIndexSuffix), w.index.tindex); err != nil {
+	if err := writeFileSynced(w.env.fs, w.path(timeIndexSuffix), w.index.tindex); err != nil {
 		return nil, err
 	}
-	if err := writeCleanedTxnIndex(w.path(txnIndexSuffix), aborted); err != nil {
+	if err := writeCleanedTxnIndex(w.env.fs, w.path(txnIndexSuffix), aborted); err != nil {
 		return nil, err
 	}
 	s := newSegment(w.dir, w.base, w.env)
@@ -646,8 +647,8 @@ func (w *cleanedWriter) discard() {
 }
 
 // writeFileSynced writes data to path and fsyncs it.
-func writeFileSynced(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+func writeFileSynced(fsys vfs.FS, path string, data []byte) error {
+	f, err := fsys.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return diskError("create "+path, err)
 	}
@@ -686,7 +687,7 @@ func (l *Log) swapCleaned(group []*segment, s *segment, gen int64) error {
 	defer l.appendMu.Unlock()
 	segs := l.segmentList()
 	at := sort.Search(len(segs), func(i int) bool { return segs[i].baseOffset >= group[0].baseOffset })
-	if l.closed || l.failed != nil || l.truncations.Load() != gen || at+len(group) >= len(segs) {
+	if l.closed || l.failedLocked() != nil || l.truncations.Load() != gen || at+len(group) >= len(segs) {
 		return errCleaningAborted
 	}
 	for i, old := range group {
@@ -710,7 +711,7 @@ func (l *Log) swapCleaned(group []*segment, s *segment, gen int64) error {
 		}
 	}()
 	cleaned := func(suffix string) string { return segmentFileName(l.dir, s.baseOffset, suffix) + cleanedSuffix }
-	if err := os.Rename(cleaned(logSuffix), segmentFileName(l.dir, s.baseOffset, logSuffix)+swapSuffix); err != nil {
+	if err := l.env.fs.Rename(cleaned(logSuffix), segmentFileName(l.dir, s.baseOffset, logSuffix)+swapSuffix); err != nil {
 		return fmt.Errorf("storage: commit cleaned segment: %w", err)
 	}
 	if err := l.replaceWithSwapLocked(group, s); err != nil {
@@ -731,16 +732,16 @@ func (l *Log) swapCleaned(group []*segment, s *segment, gen int64) error {
 // swapCleaned. Must be called with appendMu held.
 func (l *Log) replaceWithSwapLocked(group []*segment, s *segment) error {
 	name := func(suffix string) string { return segmentFileName(l.dir, s.baseOffset, suffix) }
-	suffixes, err := swappedIndexes(name)
+	suffixes, err := swappedIndexes(l.env.fs, name)
 	if err != nil {
 		return err
 	}
 	for _, suf := range suffixes {
-		if err := os.Rename(name(suf)+cleanedSuffix, name(suf)+swapSuffix); err != nil {
+		if err := l.env.fs.Rename(name(suf)+cleanedSuffix, name(suf)+swapSuffix); err != nil {
 			return fmt.Errorf("storage: rename cleaned index: %w", err)
 		}
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.env.fs, l.dir); err != nil {
 		return err
 	}
 	l.runCleanerHook("swap")
@@ -749,17 +750,17 @@ func (l *Log) replaceWithSwapLocked(group []*segment, s *segment) error {
 			return fmt.Errorf("storage: delete compacted segment: %w", err)
 		}
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.env.fs, l.dir); err != nil {
 		return err
 	}
 	l.runCleanerHook("deleted")
 	for i, suf := range append([]string{logSuffix}, suffixes...) {
-		if err := os.Rename(name(suf)+swapSuffix, name(suf)); err != nil {
+		if err := l.env.fs.Rename(name(suf)+swapSuffix, name(suf)); err != nil {
 			return fmt.Errorf("storage: rename swap file: %w", err)
 		}
 		if i == 0 {
 			l.runCleanerHook("renamed")
 		}
 	}
-	return syncDir(l.dir)
+	return syncDir(l.env.fs, l.dir)
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/kbroker/kbroker/record"
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // Transactions under compaction, Kafka's CleanedTransactionMetadata and the
@@ -159,7 +160,7 @@ const maxInt64 = 1<<63 - 1
 
 // writeCleanedTxnIndex writes the cleaned segment's transaction index
 // (nothing when it has no entry).
-func writeCleanedTxnIndex(path string, aborted []AbortedTxn) error {
+func writeCleanedTxnIndex(fsys vfs.FS, path string, aborted []AbortedTxn) error {
 	if len(aborted) == 0 {
 		return nil
 	}
@@ -167,19 +168,19 @@ func writeCleanedTxnIndex(path string, aborted []AbortedTxn) error {
 	for _, t := range aborted {
 		b = appendAbortedTxn(b, t)
 	}
-	return writeFileSynced(path, b)
+	return writeFileSynced(fsys, path, b)
 }
 
 // swappedIndexes lists the index files a compaction swap renames: both
 // indexes, and the transaction index when the cleaned segment has one; the
 // replaced segment's own transaction index is removed otherwise (as
 // recovery does when it completes a swap).
-func swappedIndexes(name func(suffix string) string) ([]string, error) {
+func swappedIndexes(fsys vfs.FS, name func(suffix string) string) ([]string, error) {
 	suffixes := []string{indexSuffix, timeIndexSuffix}
-	if _, err := os.Stat(name(txnIndexSuffix) + cleanedSuffix); err == nil {
+	if vfs.Exists(fsys, name(txnIndexSuffix)+cleanedSuffix) {
 		return append(suffixes, txnIndexSuffix), nil
 	}
-	if err := os.Remove(name(txnIndexSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := fsys.Remove(name(txnIndexSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("storage: remove replaced transaction index: %w", err)
 	}
 	return suffixes, nil

@@ -11,7 +11,8 @@
 //	  replication-offset-checkpoint      high watermarks
 //	  log-start-offset-checkpoint        log start offsets
 //	  cleaner-offset-checkpoint          first dirty offset of compacted logs
-//	  .kafka_cleanshutdown               present only after a clean shutdown
+//	  .kafka_cleanshutdown               present only after a clean shutdown:
+//	                                     {"version":0,"brokerEpoch":N} (KIP-966)
 //	  __cluster_metadata-0/              not ours (controller); never touched
 //	  <topic>-<partition>/
 //	    00000000000000000000.log         batches exactly as on the wire
@@ -158,9 +159,11 @@
 //     after the recovery point is recovered: each batch's length, magic and
 //     CRC are checked and its offsets must increase within the segment's
 //     range; the file is truncated after the last valid batch and both
-//     indexes are rebuilt. A zero-filled preallocated tail is simply
-//     trimmed; any other invalid data (torn write, garbage, bad CRC) also
-//     deletes every later segment. Batches below the recovery point were
+//     indexes are rebuilt. A zero-filled preallocated tail of the last
+//     segment is simply trimmed; any other invalid data (torn write,
+//     garbage, bad CRC, or any tail at all in a rolled segment, which was
+//     trimmed at the roll: its end was lost) also deletes every later
+//     segment, so that the log never has a hole. Batches below the recovery point were
 //     fsynced and are never dropped unless corrupt.
 //  3. Other segments get Kafka's cheap sanity check: index files present
 //     with whole entries, the last offset index entry pointing at a batch
@@ -254,6 +257,34 @@
 //     record on a compacted topic with INVALID_RECORD.
 //   - cleanup.policy=compact,delete: the cleaner and time/size retention
 //     both apply.
+//
+// # Truncation order
+//
+// A truncation (TruncateTo) first flushes the segments before its target
+// (the target's fsync must not make later offsets durable while an earlier
+// rolled segment's end is not), deletes the later segments newest first (a
+// crash between two unlinks leaves a shorter log, never a hole), syncs the
+// directory, cuts the target and syncs it, and, when the recovery point
+// moved down, writes the recovery point checkpoint at once (Kafka's
+// LogManager.truncateTo): offsets past the cut are written again, unflushed,
+// and a stale checkpoint would tell recovery they were on disk. The
+// power-loss journal suite (powercut_test.go) found all three.
+//
+// # Log dir failures
+//
+// An I/O error in a flush (group commit or flush.ms), a checkpoint write or
+// opening a log takes the whole log dir offline (Kafka's
+// LogDirFailureChannel): every log in it refuses writes (ErrLogDirOffline)
+// and ManagerOptions.OnLogDirFailure is told once; the broker halts.
+//
+// # Files
+//
+// Every file of a log dir is reached through a vfs.FS (LogOptions.FS,
+// ManagerOptions.FS; vfs.Default is the operating system): opens, writes,
+// fsyncs, msyncs of mapped ranges, directory syncs, renames and removals.
+// That is what lets tests cut power (vfs.CrashFS keeps only what was
+// synced) and inject I/O errors. Only the format-time helpers of
+// logdirs.go use the os package directly.
 //
 // # Concurrency
 //

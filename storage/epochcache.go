@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -29,6 +30,7 @@ const (
 // Every change rewrites the file atomically. Entries are strictly increasing
 // in both epoch and start offset. Safe for concurrent use.
 type EpochCache struct {
+	fs   vfs.FS
 	path string
 	leo  func() int64 // the log end offset, for the latest epoch's end
 
@@ -39,9 +41,9 @@ type EpochCache struct {
 // loadEpochCache reads the checkpoint file of dir. A missing file gives an
 // empty cache; a corrupt one returns an error wrapping ErrCorruptCheckpoint
 // and an empty cache (the caller rebuilds it from the log).
-func loadEpochCache(dir string, leo func() int64) (*EpochCache, error) {
-	c := &EpochCache{path: filepath.Join(dir, LeaderEpochCheckpointFile), leo: leo}
-	rows, err := readCheckpoint(c.path, 2)
+func loadEpochCache(fsys vfs.FS, dir string, leo func() int64) (*EpochCache, error) {
+	c := &EpochCache{fs: fsys, path: filepath.Join(dir, LeaderEpochCheckpointFile), leo: leo}
+	rows, err := readCheckpoint(c.fs, c.path, 2)
 	if errors.Is(err, fs.ErrNotExist) {
 		return c, nil
 	}
@@ -79,7 +81,7 @@ func (c *EpochCache) writeLocked() error {
 	for i, e := range c.entries {
 		lines[i] = fmt.Sprintf("%d %d", e.Epoch, e.StartOffset)
 	}
-	return writeFileAtomic(c.path, encodeCheckpoint(lines))
+	return writeFileAtomic(c.fs, c.path, encodeCheckpoint(lines))
 }
 
 // Assign records that epoch starts at startOffset. An epoch not larger than

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,7 +10,7 @@ import (
 
 func newTestEpochCache(t *testing.T, leo int64) (*EpochCache, string) {
 	dir := t.TempDir()
-	c, err := loadEpochCache(dir, func() int64 { return leo })
+	c, err := loadEpochCache(vfs.Default, dir, func() int64 { return leo })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestEpochCacheAssignAndTruncate(t *testing.T) {
 	if err != nil || string(data) != "0\n1\n6 25\n" {
 		t.Fatalf("file %q %v", data, err)
 	}
-	c2, err := loadEpochCache(dir, func() int64 { return 0 })
+	c2, err := loadEpochCache(vfs.Default, dir, func() int64 { return 0 })
 	if err != nil || len(c2.Entries()) != 1 || c2.Entries()[0] != (EpochEntry{6, 25}) {
 		t.Fatalf("reloaded %+v %v", c2.Entries(), err)
 	}
@@ -93,7 +94,7 @@ func TestEpochCacheCorruptFile(t *testing.T) {
 	path := filepath.Join(dir, LeaderEpochCheckpointFile)
 	for _, content := range []string{"0\n2\n1 0\n", "1\n0\n", "0\n1\n1 x\n", "0\n2\n3 0\n2 5\n", "0\n1\n1 0"} {
 		os.WriteFile(path, []byte(content), 0o644)
-		if _, err := loadEpochCache(dir, func() int64 { return 0 }); !errors.Is(err, ErrCorruptCheckpoint) {
+		if _, err := loadEpochCache(vfs.Default, dir, func() int64 { return 0 }); !errors.Is(err, ErrCorruptCheckpoint) {
 			t.Errorf("%q: %v", content, err)
 		}
 	}

@@ -8,12 +8,17 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // fileEnv is what segments and indexes of one log share for disk work: the
 // fallocate seam (replaced by tests to inject ENOSPC) and whether the
 // filesystem turned out not to support fallocate.
 type fileEnv struct {
+	// fs is every file's file system (vfs.Default in production).
+	fs vfs.FS
+	// fallocate, when set by a test, replaces File.Allocate.
 	fallocate   func(f *os.File, offset, length int64) error
 	noFallocate atomic.Bool // fallocate returned EOPNOTSUPP once; use ftruncate
 	logger      *slog.Logger
@@ -25,12 +30,17 @@ type fileEnv struct {
 // extend the file size grows to cover the range (the .log file); without,
 // the range is already inside the file (sparse index files) and the
 // fallback when fallocate is unsupported is to do nothing, as Kafka does.
-func (e *fileEnv) allocate(f *os.File, offset, length int64, extend bool) error {
+func (e *fileEnv) allocate(f vfs.File, offset, length int64, extend bool) error {
 	if length <= 0 {
 		return nil
 	}
 	if !e.noFallocate.Load() {
-		err := e.fallocate(f, offset, length)
+		var err error
+		if e.fallocate != nil {
+			err = e.fallocate(f.OS(), offset, length)
+		} else {
+			err = f.Allocate(offset, length)
+		}
 		if err == nil {
 			return nil
 		}
@@ -52,24 +62,32 @@ func (e *fileEnv) allocate(f *os.File, offset, length int64, extend bool) error 
 
 // syncDir fsyncs a directory so that creations, renames and deletions in it
 // are durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return diskError("open dir for sync", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+func syncDir(fsys vfs.FS, dir string) error {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("storage: sync dir %s: %w", dir, err)
 	}
 	return nil
 }
 
+// mkdirDurable creates dir (and missing parents) and, if it created it,
+// fsyncs its parent: a directory is on disk only once the directory that
+// names it is synced (the crash suite lost whole partitions without this).
+func mkdirDurable(fsys vfs.FS, dir string) error {
+	if vfs.Exists(fsys, dir) {
+		return nil
+	}
+	if err := fsys.MkdirAll(dir, 0o755); err != nil {
+		return diskError("create dir "+dir, err)
+	}
+	return syncDir(fsys, filepath.Dir(dir))
+}
+
 // writeFileAtomic replaces path with data: write path.tmp, fsync, rename,
 // fsync the directory. A crash leaves either the old or the new content
 // (and possibly a stray .tmp, which recovery deletes).
-func writeFileAtomic(path string, data []byte) error {
+func writeFileAtomic(fsys vfs.FS, path string, data []byte) error {
 	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return diskError("create "+tmp, err)
 	}
@@ -81,12 +99,12 @@ func writeFileAtomic(path string, data []byte) error {
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(tmp)
+		fsys.Remove(tmp)
 		return diskError("write "+tmp, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
+	if err := fsys.Rename(tmp, path); err != nil {
+		fsys.Remove(tmp)
 		return fmt.Errorf("storage: rename %s: %w", tmp, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(fsys, filepath.Dir(path))
 }

@@ -194,6 +194,7 @@ func (m *Manager) noteOpenFailure(tp TopicPartition, ds *dirState, dir string, e
 	if dirFailed {
 		m.logger.Error("storage: log dir offline after an I/O error: no log is created or opened in it until restart",
 			"log_dir", ds.path, "partition", tp.String(), "err", err)
+		m.notifyDirFailure(ds, err)
 	}
 	if report {
 		m.logger.Error("storage: partition offline: its log cannot be opened", "partition", tp.String(), "reason", reason,

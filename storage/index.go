@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"io/fs"
 	"os"
 	"sort"
@@ -72,7 +73,7 @@ func (x *indexFile) openWritable(maxBytes int64, entries int64) error {
 	if min := (entries + 1) * int64(x.entrySize); maxBytes < min {
 		maxBytes = min
 	}
-	f, err := os.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := x.env.fs.OpenFile(x.path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return diskError("open index", err)
 	}
@@ -92,7 +93,7 @@ func (x *indexFile) openWritable(maxBytes int64, entries int64) error {
 // openReadOnly maps the (trimmed) index file read-only. A missing file maps
 // as empty. The descriptor is closed at once: the mapping outlives it.
 func (x *indexFile) openReadOnly() error {
-	f, err := os.Open(x.path)
+	f, err := vfs.Open(x.env.fs, x.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		x.data = nil
 		x.count.Store(0)
@@ -125,7 +126,7 @@ func (x *indexFile) reserve(n int64) error {
 	}
 	step := min(indexAllocChunk, max(pageSize, x.allocated))
 	target := min(int64(len(x.data)), (need+step-1)/step*step)
-	f, err := os.OpenFile(x.path, os.O_RDWR, 0)
+	f, err := x.env.fs.OpenFile(x.path, os.O_RDWR, 0)
 	if err != nil {
 		return diskError("open index", err)
 	}
@@ -149,7 +150,7 @@ func (x *indexFile) trim() error {
 	}
 	x.writable = false
 	size := x.count.Load() * int64(x.entrySize)
-	if err := os.Truncate(x.path, size); err != nil {
+	if err := x.env.fs.Truncate(x.path, size); err != nil {
 		return diskError("trim index "+x.path, err)
 	}
 	x.allocated = min(x.allocated, size)
@@ -245,5 +246,5 @@ func (x *indexFile) syncMapped() error {
 	if x.data == nil {
 		return nil
 	}
-	return msyncRange(x.data, 0, min(int64(len(x.data)), x.count.Load()*int64(x.entrySize)))
+	return msyncRange(x.env.fs, x.path, x.data, 0, min(int64(len(x.data)), x.count.Load()*int64(x.entrySize)))
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"path/filepath"
 	"testing"
 )
@@ -9,7 +10,7 @@ import (
 func newTestIndexes(t *testing.T, base int64, maxBytes int64) (*offsetIndex, *timeIndex) {
 	t.Helper()
 	dir := t.TempDir()
-	env := &fileEnv{fallocate: osFallocate, logger: discardLogger()}
+	env := &fileEnv{fs: vfs.Default, fallocate: osFallocate, logger: discardLogger()}
 	oi := newOffsetIndex(filepath.Join(dir, "x.index"), base, env)
 	ti := newTimeIndex(filepath.Join(dir, "x.timeindex"), base, env)
 	if err := oi.openWritable(maxBytes, 0); err != nil {
@@ -124,7 +125,7 @@ func TestIndexTrimAndReopenReadOnly(t *testing.T) {
 
 func BenchmarkIndexLookup(b *testing.B) {
 	dir := b.TempDir()
-	env := &fileEnv{fallocate: osFallocate, logger: discardLogger()}
+	env := &fileEnv{fs: vfs.Default, fallocate: osFallocate, logger: discardLogger()}
 	oi := newOffsetIndex(filepath.Join(dir, "x.index"), 0, env)
 	if err := oi.openWritable(10<<20, 0); err != nil {
 		b.Fatal(err)

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"log/slog"
 	"os"
 	"sort"
@@ -33,15 +34,29 @@ type LogOptions struct {
 	// Logger receives recovery progress, rolls, deletions and failures
 	// (default slog.Default()).
 	Logger *slog.Logger
-	// Fallocate reserves disk blocks (default: fallocate(2) mode 0). Tests
-	// replace it to inject ENOSPC or EOPNOTSUPP.
+	// FS is the file system of every file of the log (default
+	// vfs.Default; tests pass a vfs.CrashFS).
+	FS vfs.FS
+	// Fallocate, when set, replaces File.Allocate for reserving disk
+	// blocks. Tests replace it to inject ENOSPC or EOPNOTSUPP.
 	Fallocate func(f *os.File, offset, length int64) error
 	// MaxMappedSegments is how many inactive segments of the log stay
 	// mapped for reading (least recently used are unmapped; default 4).
 	MaxMappedSegments int
+	// syncer, set by a Manager, is the log dir's group commit for durable
+	// logs (flush.messages=1); nil flushes inline.
+	syncer *groupSyncer
 	// mapCache, set by a Manager, bounds the mapped inactive segments of
 	// all its logs together; nil gives the log a cache of its own.
 	mapCache *mapCache
+	// recoveryPointLowered, set by a Manager, writes the recovery point
+	// checkpoint at once after a truncation lowered the log's recovery
+	// point (Kafka's LogManager.truncateTo does): offsets at and past the
+	// new end are written again, unflushed, and a stale checkpoint would
+	// tell recovery after a crash that they were on disk.
+	recoveryPointLowered func() error
+	// counters, set by a Manager, count the log's flushes.
+	counters *syncCounters
 	// RecoveryProgressEvery logs recovery progress every that many
 	// segments (default 1000).
 	RecoveryProgressEvery int
@@ -58,8 +73,8 @@ func (o LogOptions) withDefaults() LogOptions {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Fallocate == nil {
-		o.Fallocate = osFallocate
+	if o.FS == nil {
+		o.FS = vfs.Default
 	}
 	if o.MaxMappedSegments <= 0 {
 		o.MaxMappedSegments = 4
@@ -147,7 +162,10 @@ type Log struct {
 	closed   bool
 	// failed is sticky: set when a flush fails, after which the state of
 	// the page cache is unknown.
-	failed            error
+	failed error
+	// dirFailure is set, without the lock, when the log dir went offline
+	// (fail); it refuses writes like failed.
+	dirFailure        atomic.Pointer[error]
 	unflushedMessages int64
 	lastFlush         time.Time
 	// rollFlushPending: a segment was rolled and not flushed yet (Kafka
@@ -155,6 +173,14 @@ type Log struct {
 	rollFlushPending bool
 	// dirDirty: files were created or removed since the last dir fsync.
 	dirDirty bool
+	// recoveredEpochs: epochs met in batches recovered at open, assigned
+	// to the epoch cache once it is loaded.
+	recoveredEpochs []EpochEntry
+	// durable mirrors cfg.FlushMessages == 1 for lock-free readers.
+	durable atomic.Bool
+	// onFlushed is called after each group commit round that flushed the
+	// log (the partition moves its HW); nil: none.
+	onFlushed atomic.Pointer[func()]
 	// truncations counts truncations, so that a flush racing with one does
 	// not advance the recovery point over rewritten offsets, and a cleaning
 	// racing with one aborts. Written with appendMu held.
@@ -195,32 +221,51 @@ func OpenLog(dir string, cfg LogConfig, st LogState, opts LogOptions) (*Log, err
 		return nil, err
 	}
 	opts = opts.withDefaults()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, diskError("create log dir", err)
+	if err := mkdirDurable(opts.FS, dir); err != nil {
+		return nil, err
 	}
 	l := &Log{
 		dir:       dir,
 		opts:      opts,
 		logger:    opts.Logger.With("log", dir),
 		cfg:       cfg,
-		producers: newProducerStateManager(dir),
+		producers: newProducerStateManager(opts.FS, dir),
 		lastFlush: opts.Now(),
 	}
-	l.env = &fileEnv{fallocate: opts.Fallocate, logger: l.logger}
+	l.env = &fileEnv{fs: opts.FS, fallocate: opts.Fallocate, logger: l.logger}
 	if opts.mapCache == nil {
 		opts.mapCache = newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegments)
 	}
 	l.maps = opts.mapCache.forLog()
 	l.env.indexInterval.Store(int64(cfg.IndexIntervalBytes))
+	l.durable.Store(cfg.FlushMessages == 1)
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
-	if err := l.loadLocked(st); err != nil {
+	err := l.loadLocked(st)
+	l.appendMu.Unlock()
+	if err != nil {
 		for _, s := range l.segmentList() {
 			s.retire(false)
 		}
 		return nil, fmt.Errorf("storage: open log %s: %w", dir, err)
 	}
+	if err := l.flushIfDurable(); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("storage: open log %s: %w", dir, err)
+	}
 	return l, nil
+}
+
+// flushIfDurable flushes a durable log (flush.messages=1) whose recovery
+// point is below its log end: after an unclean shutdown the recovered tail
+// (or, when the topic just became durable, everything not yet flushed) is
+// on disk only once flushed, and a durable leader counts nothing above
+// DurableEnd for the high watermark, so without this flush the HW would
+// wait for the next append to move (and never move without one).
+func (l *Log) flushIfDurable() error {
+	if !l.durable.Load() || l.recoveryPoint.Load() >= l.logEndOffset.Load() {
+		return nil
+	}
+	return l.Flush()
 }
 
 func (l *Log) now() time.Time { return l.opts.Now() }
@@ -311,10 +356,11 @@ func (l *Log) UpdateConfig(cfg LogConfig) error {
 		return err
 	}
 	l.appendMu.Lock()
-	defer l.appendMu.Unlock()
 	l.cfg = cfg
+	l.durable.Store(cfg.FlushMessages == 1)
 	l.env.indexInterval.Store(int64(cfg.IndexIntervalBytes))
-	return nil
+	l.appendMu.Unlock()
+	return l.flushIfDurable()
 }
 
 // checkWritableLocked fails appends on a closed or failed log. Must be
@@ -323,8 +369,8 @@ func (l *Log) checkWritableLocked() error {
 	if l.closed {
 		return ErrLogClosed
 	}
-	if l.failed != nil {
-		return fmt.Errorf("%w: %w", ErrLogFailed, l.failed)
+	if err := l.failedLocked(); err != nil {
+		return fmt.Errorf("%w: %w", ErrLogFailed, err)
 	}
 	return nil
 }
@@ -435,9 +481,86 @@ func (l *Log) AppendAsLeader(batches []record.Batch, leaderEpoch int32, opt Appe
 	}
 	info, flush, err := l.appendAsLeader(batches, leaderEpoch, opt)
 	if err == nil && flush {
-		err = l.Flush()
+		err = l.flushAfterAppend()
 	}
 	return info, err
+}
+
+// flushAfterAppend flushes when flush.messages is reached: inline, or for
+// a durable log of a Manager, by queueing it for the dir's next group
+// commit round (the caller waits with WaitDurable or counts DurableEnd).
+func (l *Log) flushAfterAppend() error {
+	if l.opts.syncer != nil && l.durable.Load() {
+		l.opts.syncer.queue(l)
+		return nil
+	}
+	return l.Flush()
+}
+
+// Durable reports flush.messages=1: appends count once they are on disk.
+func (l *Log) Durable() bool { return l.durable.Load() }
+
+// DurableEnd is the offset below which every batch is on disk (the
+// recovery point, bounded by the log end).
+func (l *Log) DurableEnd() int64 { return min(l.recoveryPoint.Load(), l.logEndOffset.Load()) }
+
+// WaitDurable returns once every batch appended before the call is on disk
+// (joining the log dir's next group commit round when there is one), or
+// with the flush's error, which leaves the log failed.
+func (l *Log) WaitDurable() error {
+	leo := l.logEndOffset.Load()
+	if l.recoveryPoint.Load() >= leo {
+		return nil
+	}
+	if g := l.opts.syncer; g != nil {
+		g.wait(g.queue(l))
+	} else if err := l.Flush(); err != nil {
+		return err
+	}
+	l.appendMu.Lock()
+	defer l.appendMu.Unlock()
+	if err := l.checkWritableLocked(); err != nil {
+		return err
+	}
+	if l.recoveryPoint.Load() < leo && l.truncations.Load() == 0 {
+		return fmt.Errorf("%w: offsets below %d not flushed", ErrLogFailed, leo)
+	}
+	return nil
+}
+
+// SetFlushListener sets the function called after every group commit round
+// that flushed this log (nil: none).
+func (l *Log) SetFlushListener(f func()) {
+	if f == nil {
+		l.onFlushed.Store(nil)
+		return
+	}
+	l.onFlushed.Store(&f)
+}
+
+func (l *Log) notifyFlushed() {
+	if f := l.onFlushed.Load(); f != nil {
+		(*f)()
+	}
+}
+
+// fail makes the log refuse writes with err (its log dir went offline).
+// It takes no lock: the dir may go offline from inside a write of this
+// very log (a checkpoint written during a truncation).
+func (l *Log) fail(err error) {
+	l.dirFailure.CompareAndSwap(nil, &err)
+}
+
+// failedLocked is the error the log refuses writes with, nil while it
+// takes them. Must be called with appendMu held.
+func (l *Log) failedLocked() error {
+	if l.failed != nil {
+		return l.failed
+	}
+	if p := l.dirFailure.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (l *Log) appendAsLeader(batches []record.Batch, leaderEpoch int32, opt AppendOptions) (AppendInfo, bool, error) {
@@ -511,7 +634,7 @@ func (l *Log) AppendAsFollower(batches []byte) (AppendInfo, error) {
 	}
 	info, flush, err := l.appendAsFollower(batches, &p)
 	if err == nil && flush {
-		err = l.Flush()
+		err = l.flushAfterAppend()
 	}
 	return info, err
 }
@@ -671,7 +794,7 @@ func (l *Log) Flush() error {
 
 	err := l.flushSegments(segs, sizes, rp)
 	if err == nil && dirDirty {
-		err = syncDir(l.dir)
+		err = syncDir(l.env.fs, l.dir)
 	}
 
 	l.appendMu.Lock()
@@ -684,6 +807,9 @@ func (l *Log) Flush() error {
 	}
 	l.unflushedMessages = max(l.unflushedMessages-unflushed, 0)
 	l.lastFlush = l.now()
+	if l.opts.counters != nil {
+		l.opts.counters.logFlushes.Add(1)
+	}
 	if truncations == l.truncations.Load() && leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(leo)
 	}
@@ -693,10 +819,10 @@ func (l *Log) Flush() error {
 // flushSegments msyncs the segments holding offsets at or after rp.
 func (l *Log) flushSegments(segs []*segment, sizes []int64, rp int64) error {
 	for i, s := range segs {
-		if i+1 < len(segs) && segs[i+1].baseOffset <= rp {
+		if i+1 < len(segs) && segs[i+1].baseOffset <= rp && s.trimSynced.Load() {
 			continue // entirely below the recovery point
 		}
-		if s.flushedSize.Load() >= sizes[i] && i+1 < len(segs) {
+		if s.flushedSize.Load() >= sizes[i] && i+1 < len(segs) && s.trimSynced.Load() {
 			continue
 		}
 		ok, err := l.acquireSegment(s, i == len(segs)-1)
@@ -719,7 +845,7 @@ func (l *Log) flushSegments(segs []*segment, sizes []int64, rp int64) error {
 // rolled segment awaits its flush. The manager's loop calls it.
 func (l *Log) flushIfDue(now time.Time) error {
 	l.appendMu.Lock()
-	due := !l.closed && l.failed == nil && (l.rollFlushPending ||
+	due := !l.closed && l.failedLocked() == nil && (l.rollFlushPending ||
 		(l.unflushedMessages > 0 && now.Sub(l.lastFlush).Milliseconds() >= l.cfg.FlushMs))
 	l.appendMu.Unlock()
 	if !due {
@@ -761,7 +887,7 @@ func (l *Log) Close() error {
 	if err := segs[len(segs)-1].deactivate(); err != nil {
 		errs = append(errs, err)
 	}
-	if l.failed == nil {
+	if l.failedLocked() == nil {
 		if err := l.producers.writeSnapshot(l.logEndOffset.Load()); err != nil {
 			errs = append(errs, err)
 		}
@@ -769,7 +895,7 @@ func (l *Log) Close() error {
 	if err := l.retireLocked(segs, false, "close"); err != nil {
 		errs = append(errs, err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.env.fs, l.dir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -778,7 +904,7 @@ func (l *Log) Close() error {
 // Delete closes the log and removes its directory.
 func (l *Log) Delete() error {
 	err := l.Close()
-	if rmErr := os.RemoveAll(l.dir); rmErr != nil {
+	if rmErr := l.env.fs.RemoveAll(l.dir); rmErr != nil {
 		err = errors.Join(err, fmt.Errorf("storage: remove log dir: %w", rmErr))
 	}
 	return err

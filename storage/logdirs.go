@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"os"
 	"path/filepath"
 
@@ -38,7 +39,7 @@ func WriteMetaProperties(dirs []string, nodeID int32, clusterID string) error {
 			return err
 		}
 		body := fmt.Sprintf("#kbroker\nversion=1\nnode.id=%d\ncluster.id=%s\n", nodeID, clusterID)
-		if err := writeFileAtomic(path, []byte(body)); err != nil {
+		if err := writeFileAtomic(vfs.Default, path, []byte(body)); err != nil {
 			return fmt.Errorf("writing %s: %w", path, err)
 		}
 	}

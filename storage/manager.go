@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,7 +40,9 @@ type ManagerOptions struct {
 	LogCleanerBackoff time.Duration
 	// Fallocate, MaxMappedSegments and CleanerDedupeBufferBytes are passed
 	// to every log (LogOptions).
-	Fallocate                func(f *os.File, offset, length int64) error
+	Fallocate func(f *os.File, offset, length int64) error
+	// FS is the file system of the log dirs (default vfs.Default).
+	FS                       vfs.FS
 	MaxMappedSegments        int
 	CleanerDedupeBufferBytes int64
 	// MaxMappedSegmentsTotal bounds the inactive segments mapped for
@@ -52,6 +56,17 @@ type ManagerOptions struct {
 	// the hard one).
 	ResourceLimits func() (lim ResourceLimits, raisedFrom uint64, err error)
 
+	// OnGroupCommitRound, if set, is told of every group commit round: how
+	// long its flushes took and how many logs it flushed (metrics). It
+	// must not block.
+	OnGroupCommitRound func(d time.Duration, logs int)
+
+	// OnLogDirFailure, if set, is told once per log dir when an I/O error
+	// takes it offline (a failed flush or fsync, or an I/O error opening a
+	// log in it). It must not block: the broker decides what to do (Kafka
+	// halts when it cannot move the dir's partitions elsewhere).
+	OnLogDirFailure func(dir string, err error)
+
 	// newTicker replaces time.NewTicker in tests.
 	newTicker func(d time.Duration) (<-chan time.Time, func())
 }
@@ -59,6 +74,9 @@ type ManagerOptions struct {
 func (o ManagerOptions) withDefaults() ManagerOptions {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -111,8 +129,11 @@ type PartitionDir struct {
 // values read at startup (kept for partitions not opened yet) and whether
 // the previous shutdown was clean.
 type dirState struct {
-	path           string
-	clean          bool
+	path  string
+	clean bool
+	// cleanEpoch is the broker epoch the clean-shutdown marker held (-1:
+	// none).
+	cleanEpoch     int64
 	recoveryPoints map[TopicPartition]int64
 	highWatermarks map[TopicPartition]int64
 	logStarts      map[TopicPartition]int64
@@ -123,6 +144,8 @@ type dirState struct {
 	// failure, guarded by Manager.mu, is the I/O error that took the dir
 	// offline (nil while online).
 	failure error
+	// syncer is the dir's group commit for durable logs (groupsync.go).
+	syncer *groupSyncer
 }
 
 // managedLog is an open log and the log dir holding it.
@@ -168,11 +191,93 @@ type Manager struct {
 	// start once it is set.
 	stopping bool
 
+	// brokerEpoch is written into the clean-shutdown markers (-1: none).
+	brokerEpoch atomic.Int64
+	// counters count flushes and syncs (syncstats.go).
+	counters *syncCounters
+
 	runOnce  sync.Once
 	stopOnce sync.Once
 	stop     chan struct{} // closed by Close
 	done     chan struct{} // closed when both loops exit (if they ran)
 	running  bool          // guarded by mu
+}
+
+// stopSyncers stops the group commit goroutines of the dirs.
+func (m *Manager) stopSyncers() {
+	for _, ds := range m.dirs {
+		if ds.syncer != nil {
+			ds.syncer.stop()
+		}
+	}
+}
+
+// syncFailed takes the log dir of a log whose flush failed offline, as
+// Kafka does on an I/O error: the state of its page cache is unknown, a
+// retried fsync could succeed without the data, so nothing more is
+// acknowledged from it. Every log of the dir refuses writes from now on
+// (KAFKA_STORAGE_ERROR), and the dir is reported offline (LogDirs).
+func (m *Manager) syncFailed(ds *dirState, l *Log, err error) {
+	m.dirFailed(ds, "flush of "+l.Dir(), err)
+}
+
+// dirFailed takes ds offline after an I/O error in what (Kafka's
+// LogDirFailureChannel): every log in it refuses writes, its owner is told
+// (OnLogDirFailure).
+func (m *Manager) dirFailed(ds *dirState, what string, err error) {
+	m.mu.Lock()
+	first := ds.failure == nil
+	if first {
+		ds.failure = err
+	}
+	var logs []*Log
+	for _, ml := range m.logs {
+		if ml.dir == ds {
+			logs = append(logs, ml.log)
+		}
+	}
+	m.mu.Unlock()
+	if first {
+		m.logger.Error("storage: I/O error; log dir offline, its partitions refuse writes",
+			"log_dir", ds.path, "during", what, "err", err)
+	}
+	for _, o := range logs {
+		o.fail(fmt.Errorf("%w: %s: %w", ErrLogDirOffline, ds.path, err))
+	}
+	if first {
+		m.notifyDirFailure(ds, err)
+	}
+}
+
+// notifyDirFailure tells the owner (OnLogDirFailure) that ds went offline.
+func (m *Manager) notifyDirFailure(ds *dirState, err error) {
+	if m.opts.OnLogDirFailure != nil {
+		m.opts.OnLogDirFailure(ds.path, err)
+	}
+}
+
+// dirOf returns the dir state of an open log, nil if it is not open here.
+func (m *Manager) dirOf(l *Log) *dirState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, ml := range m.logs {
+		if ml.log == l {
+			return ml.dir
+		}
+	}
+	return nil
+}
+
+// GroupSyncStats sums the group commit rounds of every log dir.
+func (m *Manager) GroupSyncStats() GroupSyncStats {
+	var s GroupSyncStats
+	for _, ds := range m.dirs {
+		if ds.syncer != nil {
+			s.Rounds += ds.syncer.rounds.Load()
+			s.Syncs += ds.syncer.syncs.Load()
+		}
+	}
+	return s
 }
 
 // NewManager opens the log dirs: reads their checkpoints, notes and
@@ -183,22 +288,28 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 		return nil, errors.New("storage: no log dirs")
 	}
 	opts = opts.withDefaults()
-	m := &Manager{
+	counters := &syncCounters{}
+	opts.FS = countingFS{FS: opts.FS, c: counters}
+	m := &Manager{counters: counters,
 		opts: opts, logger: opts.Logger,
 		logs: map[TopicPartition]*managedLog{}, onDisk: map[TopicPartition]PartitionDir{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		maps: newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegmentsTotal),
 	}
+	m.brokerEpoch.Store(-1)
 	m.offline = map[TopicPartition]*OfflineLog{}
 	for _, d := range dirs {
 		ds, err := m.loadDir(d)
 		if err != nil {
+			m.stopSyncers()
 			return nil, err
 		}
 		m.dirs = append(m.dirs, ds)
 		if err := m.scanPartitions(ds); err != nil {
+			m.stopSyncers()
 			return nil, err
 		}
+		ds.syncer = newGroupSyncer(func(l *Log, err error) { m.syncFailed(ds, l, err) }, opts.OnGroupCommitRound)
 	}
 	m.checkLimits(len(m.found), true)
 	return m, nil
@@ -209,12 +320,12 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 // recovery point unknown means full recovery; HW and log start offsets
 // default to 0 (the log start is then the first segment).
 func (m *Manager) loadDir(path string) (*dirState, error) {
-	if err := os.MkdirAll(path, 0o755); err != nil {
+	if err := m.opts.FS.MkdirAll(path, 0o755); err != nil {
 		return nil, diskError("create log dir", err)
 	}
-	ds := &dirState{path: path}
+	ds := &dirState{path: path, cleanEpoch: -1}
 	read := func(name string) map[TopicPartition]int64 {
-		v, err := readOffsetCheckpoint(filepath.Join(path, name))
+		v, err := readOffsetCheckpoint(m.opts.FS, filepath.Join(path, name))
 		if err != nil {
 			m.logger.Warn("storage: unreadable checkpoint file; falling back", "file", filepath.Join(path, name), "err", err)
 			if name == RecoveryPointCheckpointFile {
@@ -229,12 +340,15 @@ func (m *Manager) loadDir(path string) (*dirState, error) {
 	ds.logStarts = read(LogStartOffsetCheckpointFile)
 	ds.cleanerOffsets = read(CleanerOffsetCheckpointFile)
 	marker := filepath.Join(path, CleanShutdownFile)
-	if _, err := os.Stat(marker); err == nil {
+	if _, err := m.opts.FS.Stat(marker); err == nil {
 		ds.clean = !ds.recoveryUnknown
-		if err := os.Remove(marker); err != nil {
+		if b, err := vfs.ReadFile(m.opts.FS, marker); err == nil {
+			ds.cleanEpoch = parseCleanShutdown(b)
+		}
+		if err := m.opts.FS.Remove(marker); err != nil {
 			return nil, fmt.Errorf("storage: remove clean shutdown marker: %w", err)
 		}
-		if err := syncDir(path); err != nil {
+		if err := syncDir(m.opts.FS, path); err != nil {
 			return nil, err
 		}
 	}
@@ -274,7 +388,7 @@ func parsePartitionDirName(name string) (TopicPartition, bool) {
 // scanPartitions lists the partition dirs of ds, removing leftovers of
 // interrupted deletions (our "<name>.<hex>-delete" dirs).
 func (m *Manager) scanPartitions(ds *dirState) error {
-	des, err := os.ReadDir(ds.path)
+	des, err := m.opts.FS.ReadDir(ds.path)
 	if err != nil {
 		return diskError("list log dir", err)
 	}
@@ -286,7 +400,7 @@ func (m *Manager) scanPartitions(ds *dirState) error {
 		full := filepath.Join(ds.path, name)
 		if strings.HasSuffix(name, "-delete") && strings.Contains(name, ".") {
 			m.logger.Info("storage: removing partition dir left by an interrupted delete", "dir", full)
-			if err := os.RemoveAll(full); err != nil {
+			if err := m.opts.FS.RemoveAll(full); err != nil {
 				return fmt.Errorf("storage: remove %s: %w", full, err)
 			}
 			continue
@@ -298,7 +412,7 @@ func (m *Manager) scanPartitions(ds *dirState) error {
 		if prev, dup := m.onDisk[tp]; dup {
 			return fmt.Errorf("storage: partition %s found in both %s and %s", tp, prev.Dir, full)
 		}
-		id, err := readPartitionMetadata(full)
+		id, err := readPartitionMetadata(m.opts.FS, full)
 		if err != nil {
 			m.logger.Warn("storage: unreadable partition.metadata", "dir", full, "err", err)
 		}
@@ -402,7 +516,9 @@ func (m *Manager) openIn(ds *dirState, dir string, failure error, tp TopicPartit
 	if err != nil {
 		return nil, id, err
 	}
-	l, err := OpenLog(dir, cfg, m.stateFor(ds, tp), m.logOptions())
+	lo := m.logOptions()
+	lo.syncer = ds.syncer
+	l, err := OpenLog(dir, cfg, m.stateFor(ds, tp), lo)
 	return l, id, err
 }
 
@@ -465,17 +581,18 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 }
 
 func (m *Manager) logOptions() LogOptions {
-	return LogOptions{Now: m.opts.Now, Logger: m.logger, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
-		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps}
+	return LogOptions{Now: m.opts.Now, Logger: m.logger, FS: m.opts.FS, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
+		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps, recoveryPointLowered: m.WriteCheckpoints,
+		counters: m.counters}
 }
 
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
 // returns the topic id in force.
 func (m *Manager) ensurePartitionMetadata(dir string, topicID [16]byte) ([16]byte, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return topicID, diskError("create partition dir", err)
+	if err := mkdirDurable(m.opts.FS, dir); err != nil {
+		return topicID, err
 	}
-	have, err := readPartitionMetadata(dir)
+	have, err := readPartitionMetadata(m.opts.FS, dir)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		m.logger.Warn("storage: rewriting unreadable partition.metadata", "dir", dir, "err", err)
 	}
@@ -487,7 +604,7 @@ func (m *Manager) ensurePartitionMetadata(dir string, topicID [16]byte) ([16]byt
 		return have, nil
 	}
 	data := fmt.Sprintf("version: 0\ntopic_id: %s\n", encodeTopicID(topicID))
-	return topicID, writeFileAtomic(filepath.Join(dir, PartitionMetadataFile), []byte(data))
+	return topicID, writeFileAtomic(m.opts.FS, filepath.Join(dir, PartitionMetadataFile), []byte(data))
 }
 
 // encodeTopicID renders a UUID as Kafka does (URL-safe base64, no padding).
@@ -497,9 +614,9 @@ func encodeTopicID(id [16]byte) string { return base64.RawURLEncoding.EncodeToSt
 //
 //	version: 0
 //	topic_id: <base64url uuid>
-func readPartitionMetadata(dir string) ([16]byte, error) {
+func readPartitionMetadata(fsys vfs.FS, dir string) ([16]byte, error) {
 	var id [16]byte
-	data, err := os.ReadFile(filepath.Join(dir, PartitionMetadataFile))
+	data, err := vfs.ReadFile(fsys, filepath.Join(dir, PartitionMetadataFile))
 	if err != nil {
 		return id, err
 	}
@@ -549,7 +666,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 		dir = pd.Dir
 	case offline:
 		dir = off.Dir // a new log that failed to open may have left its dir
-		if _, err := os.Stat(dir); err != nil {
+		if _, err := m.opts.FS.Stat(dir); err != nil {
 			return nil
 		}
 	default:
@@ -558,13 +675,13 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	var suffix [8]byte
 	rand.Read(suffix[:])
 	tomb := fmt.Sprintf("%s.%s-delete", dir, hex.EncodeToString(suffix[:]))
-	if err := os.Rename(dir, tomb); err != nil {
+	if err := m.opts.FS.Rename(dir, tomb); err != nil {
 		return errors.Join(append(errs, fmt.Errorf("storage: rename %s for deletion: %w", dir, err))...)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := syncDir(m.opts.FS, filepath.Dir(dir)); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(tomb); err != nil {
+	if err := m.opts.FS.RemoveAll(tomb); err != nil {
 		errs = append(errs, fmt.Errorf("storage: remove %s: %w", tomb, err))
 	}
 	m.logger.Info("storage: deleted partition log", "partition", tp.String())
@@ -627,8 +744,11 @@ func (m *Manager) WriteCheckpoints() error {
 			RecoveryPointCheckpointFile: v.rp, ReplicationCheckpointFile: v.hw, LogStartOffsetCheckpointFile: v.lso,
 			CleanerOffsetCheckpointFile: v.cleaner,
 		} {
-			if err := writeOffsetCheckpoint(filepath.Join(ds.path, name), offsets); err != nil {
+			if err := writeOffsetCheckpoint(m.opts.FS, filepath.Join(ds.path, name), offsets); err != nil {
 				errs = append(errs, err)
+				if isLogDirFailure(err) {
+					m.dirFailed(ds, "checkpoint "+name, err)
+				}
 			}
 		}
 	}
@@ -750,11 +870,18 @@ func (m *Manager) loop(ctx context.Context, flushC, retentionC, checkpointC <-ch
 	}
 }
 
-// flushPass flushes every log whose flush is due.
+// flushPass flushes every log whose flush is due. A failed flush takes the
+// log's dir offline, as a failed group commit does: after a failed fsync the
+// kernel may have dropped the dirty pages, so nothing in the dir can be
+// trusted to reach the disk.
 func (m *Manager) flushPass(now time.Time) {
 	for _, l := range m.All() {
 		if err := l.flushIfDue(now); err != nil && !errors.Is(err, ErrLogClosed) {
-			m.logger.Error("storage: flush failed", "log", l.Dir(), "err", err)
+			if ds := m.dirOf(l); ds != nil {
+				m.syncFailed(ds, l, err)
+			} else {
+				m.logger.Error("storage: flush failed", "log", l.Dir(), "err", err)
+			}
 		}
 	}
 }
@@ -795,9 +922,15 @@ func (m *Manager) Close() error {
 	for _, ml := range m.logs {
 		logs = append(logs, ml)
 	}
-	m.mu.Unlock()
-	var errs []error
 	unclean := map[*dirState]bool{}
+	for _, ds := range m.dirs {
+		if ds.failure != nil {
+			unclean[ds] = true
+		}
+	}
+	m.mu.Unlock()
+	m.stopSyncers() // logs still queued are flushed by their Close
+	var errs []error
 	for _, ml := range logs {
 		if err := ml.log.Close(); err != nil {
 			errs = append(errs, err)
@@ -823,7 +956,7 @@ func (m *Manager) Close() error {
 		if unclean[ds] || ckErr != nil {
 			continue
 		}
-		if err := writeFileAtomic(filepath.Join(ds.path, CleanShutdownFile), nil); err != nil {
+		if err := writeFileAtomic(m.opts.FS, filepath.Join(ds.path, CleanShutdownFile), encodeCleanShutdown(m.brokerEpoch.Load())); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"hash/crc32"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -107,6 +107,7 @@ func (e *ProducerEntry) clone() *ProducerEntry {
 // Mutations happen with Log.appendMu held; mu lets Producers() and
 // expiration run from other goroutines.
 type producerStateManager struct {
+	fs  vfs.FS
 	dir string
 
 	mu        sync.Mutex // guards the following
@@ -119,8 +120,8 @@ type producerStateManager struct {
 	txns txnState
 }
 
-func newProducerStateManager(dir string) *producerStateManager {
-	return &producerStateManager{dir: dir, producers: map[int64]*ProducerEntry{}, lastSnapshotOffset: -1, txns: newTxnState()}
+func newProducerStateManager(fsys vfs.FS, dir string) *producerStateManager {
+	return &producerStateManager{fs: fsys, dir: dir, producers: map[int64]*ProducerEntry{}, lastSnapshotOffset: -1, txns: newTxnState()}
 }
 
 // producerUpdate is a pending change computed by check and applied by
@@ -299,7 +300,7 @@ func (m *producerStateManager) truncateHead(logStartOffset int64) {
 	m.mu.Unlock()
 	for _, off := range m.snapshotOffsets() {
 		if off < logStartOffset {
-			os.Remove(m.snapshotPath(off))
+			m.fs.Remove(m.snapshotPath(off))
 		}
 	}
 }
@@ -445,7 +446,7 @@ func (r *snapshotReader) u64() uint64 { return binary.BigEndian.Uint64(r.take(8)
 // applied) to %020d.snapshot.
 func (m *producerStateManager) writeSnapshot(offset int64) error {
 	data := encodeSnapshot(m.entries())
-	if err := writeFileAtomic(m.snapshotPath(offset), data); err != nil {
+	if err := writeFileAtomic(m.fs, m.snapshotPath(offset), data); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -456,7 +457,7 @@ func (m *producerStateManager) writeSnapshot(offset int64) error {
 
 // snapshotOffsets lists the offsets of the snapshot files, ascending.
 func (m *producerStateManager) snapshotOffsets() []int64 {
-	des, err := os.ReadDir(m.dir)
+	des, err := m.fs.ReadDir(m.dir)
 	if err != nil {
 		return nil
 	}
@@ -479,7 +480,7 @@ func (m *producerStateManager) snapshotOffsets() []int64 {
 func (m *producerStateManager) removeSnapshotsAfter(offset int64) {
 	for _, off := range m.snapshotOffsets() {
 		if off > offset {
-			os.Remove(m.snapshotPath(off))
+			m.fs.Remove(m.snapshotPath(off))
 		}
 	}
 }
@@ -493,13 +494,13 @@ func (m *producerStateManager) loadLatestSnapshot(upTo int64) (int64, error) {
 		if offs[i] > upTo {
 			continue
 		}
-		data, err := os.ReadFile(m.snapshotPath(offs[i]))
+		data, err := vfs.ReadFile(m.fs, m.snapshotPath(offs[i]))
 		if err != nil {
 			return -1, diskError("read producer snapshot", err)
 		}
 		entries, err := decodeSnapshot(data)
 		if err != nil {
-			os.Remove(m.snapshotPath(offs[i]))
+			m.fs.Remove(m.snapshotPath(offs[i]))
 			continue
 		}
 		m.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"io"
 	"math"
 	"os"
@@ -46,7 +47,7 @@ func (l *Log) scanDirLocked() ([]int64, error) {
 	if err := l.completeSwapsLocked(); err != nil {
 		return nil, err
 	}
-	des, err := os.ReadDir(l.dir)
+	des, err := l.env.fs.ReadDir(l.dir)
 	if err != nil {
 		return nil, diskError("list log dir", err)
 	}
@@ -69,7 +70,7 @@ func (l *Log) scanDirLocked() ([]int64, error) {
 		}
 		if isStrayFile(name) || orphan {
 			l.logger.Info("storage: deleting stray file", "file", name)
-			if err := os.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := l.env.fs.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("storage: delete stray file: %w", err)
 			}
 			continue
@@ -92,7 +93,7 @@ func (l *Log) scanDirLocked() ([]int64, error) {
 // already renamed: it is renamed too. *.cleaned files (never committed) are
 // left to the stray-file deletion.
 func (l *Log) completeSwapsLocked() error {
-	des, err := os.ReadDir(l.dir)
+	des, err := l.env.fs.ReadDir(l.dir)
 	if err != nil {
 		return diskError("list log dir", err)
 	}
@@ -118,14 +119,14 @@ func (l *Log) completeSwapsLocked() error {
 				continue // a stray without its log: deleted as such
 			}
 			path := segmentFileName(l.dir, base, suf)
-			if err := os.Rename(path+swapSuffix, path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := l.env.fs.Rename(path+swapSuffix, path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("storage: complete swap: %w", err)
 			}
 			done = true
 		}
 	}
 	if done {
-		return syncDir(l.dir)
+		return syncDir(l.env.fs, l.dir)
 	}
 	return nil
 }
@@ -133,7 +134,7 @@ func (l *Log) completeSwapsLocked() error {
 // completeSwapLocked installs <base>.log.swap (see completeSwapsLocked).
 func (l *Log) completeSwapLocked(base int64, logs []int64) error {
 	swap := segmentFileName(l.dir, base, logSuffix) + swapSuffix
-	next, err := swapNextOffset(swap, base)
+	next, err := swapNextOffset(l.env.fs, swap, base)
 	if err != nil {
 		return err
 	}
@@ -147,18 +148,18 @@ func (l *Log) completeSwapLocked(base int64, logs []int64) error {
 	}
 	for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		path := segmentFileName(l.dir, base, suf)
-		if _, err := os.Stat(path + swapSuffix); errors.Is(err, os.ErrNotExist) {
-			if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if _, err := l.env.fs.Stat(path + swapSuffix); errors.Is(err, os.ErrNotExist) {
+			if err := l.env.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return fmt.Errorf("storage: delete replaced index: %w", err)
 			}
 		}
 	}
 	// The deletions must be durable before the rename makes the swap
 	// segment look like any other.
-	if err := syncDir(l.dir); err != nil {
+	if err := syncDir(l.env.fs, l.dir); err != nil {
 		return err
 	}
-	if err := os.Rename(swap, segmentFileName(l.dir, base, logSuffix)); err != nil {
+	if err := l.env.fs.Rename(swap, segmentFileName(l.dir, base, logSuffix)); err != nil {
 		return fmt.Errorf("storage: complete swap: %w", err)
 	}
 	return nil
@@ -166,8 +167,8 @@ func (l *Log) completeSwapLocked(base int64, logs []int64) error {
 
 // swapNextOffset is the offset after the last valid batch of a swap file
 // (base if it has none).
-func swapNextOffset(path string, base int64) (int64, error) {
-	f, err := os.Open(path)
+func swapNextOffset(fsys vfs.FS, path string, base int64) (int64, error) {
+	f, err := vfs.Open(fsys, path)
 	if err != nil {
 		return 0, diskError("open swap file", err)
 	}
@@ -209,6 +210,7 @@ func (l *Log) loadLocked(st LogState) error {
 			return err
 		}
 		segs = []*segment{s}
+		l.dirDirty = true // the new segment's files are on disk at the next flush
 	} else if err := l.activateLastLocked(segs[len(segs)-1]); err != nil {
 		return err
 	}
@@ -279,6 +281,13 @@ func (l *Log) loadSegmentsLocked(bases []int64, st LogState, started time.Time) 
 		if err != nil {
 			return nil, 0, err
 		}
+		if keepLater && !last && !l.cfg.Compact && s.nextOffset.Load() < nextBase {
+			// A rolled segment ends where the next one starts unless a
+			// crash lost its end: later segments would follow a hole.
+			l.logger.Warn("storage: segment lost its end in a crash; dropping the later segments",
+				"segment", s.String(), "next_offset", s.nextOffset.Load(), "next_segment", nextBase)
+			keepLater = false
+		}
 		segs = append(segs, s)
 		if !keepLater {
 			for _, b := range bases[i+1:] {
@@ -323,6 +332,9 @@ type indexBuilder struct {
 	bytesSince     int64
 	maxTs, maxTsAt int64
 	lastTimeEntry  int64
+	// epochs: the first offset of each leader epoch met, in order, for
+	// the epoch cache (Kafka's LogSegment.recover assigns them too).
+	epochs []EpochEntry
 }
 
 func newIndexBuilder(base, interval int64) *indexBuilder {
@@ -330,6 +342,9 @@ func newIndexBuilder(base, interval int64) *indexBuilder {
 }
 
 func (b *indexBuilder) add(h record.BatchHeader, pos, size int64) {
+	if n := len(b.epochs); h.PartitionLeaderEpoch >= 0 && (n == 0 || h.PartitionLeaderEpoch > b.epochs[n-1].Epoch) {
+		b.epochs = append(b.epochs, EpochEntry{Epoch: h.PartitionLeaderEpoch, StartOffset: h.BaseOffset})
+	}
 	if h.MaxTimestamp > b.maxTs {
 		b.maxTs, b.maxTsAt = h.MaxTimestamp, h.LastOffset()
 	}
@@ -354,10 +369,10 @@ func (b *indexBuilder) maybeTimeEntry() {
 // final time index entry a rolled segment has.
 func (b *indexBuilder) write(s *segment) error {
 	b.maybeTimeEntry()
-	if err := os.WriteFile(s.index.path, b.index, 0o644); err != nil {
+	if err := vfs.WriteFile(s.env.fs, s.index.path, b.index, 0o644); err != nil {
 		return diskError("write index", err)
 	}
-	if err := os.WriteFile(s.timeIndex.path, b.tindex, 0o644); err != nil {
+	if err := vfs.WriteFile(s.env.fs, s.timeIndex.path, b.tindex, 0o644); err != nil {
 		return diskError("write time index", err)
 	}
 	return nil
@@ -367,9 +382,9 @@ func (b *indexBuilder) write(s *segment) error {
 // increasing inside [base, nextBase)), truncates the file after the last
 // valid batch, and rebuilds both indexes. keepLater is false when invalid
 // data was found that makes later segments untrustworthy (anything but a
-// zero-filled preallocated tail).
+// zero-filled preallocated tail of the last segment).
 func (l *Log) recoverSegment(s *segment, nextBase int64) (keepLater bool, err error) {
-	f, err := os.OpenFile(s.logPath(), os.O_RDWR, 0)
+	f, err := s.env.fs.OpenFile(s.logPath(), os.O_RDWR, 0)
 	if err != nil {
 		return false, diskError("open segment for recovery", err)
 	}
@@ -411,7 +426,12 @@ func (l *Log) recoverSegment(s *segment, nextBase int64) (keepLater bool, err er
 	s.lastModifiedMs.Store(st.ModTime().UnixMilli())
 	s.setMaxTimestamp(b.maxTs, b.maxTsAt)
 	s.indexChecked = true
-	return benign, nil
+	l.recoveredEpochs = append(l.recoveredEpochs, b.epochs...)
+	// A rolled segment was trimmed to its batches, so a tail to trim in a
+	// segment that is not the last one means its end was lost in a crash:
+	// later segments would follow a hole, so they go too (the crash suite
+	// found logs with gaps).
+	return benign && (valid == fileSize || nextBase == math.MaxInt64), nil
 }
 
 // scanValidBatches walks data and feeds valid batches to b. It returns
@@ -454,7 +474,7 @@ func allZero(b []byte) bool {
 // index entry) CRC-checked, which yields its next offset. Full index
 // validation happens when the segment is first mapped.
 func (l *Log) sanityCheck(s *segment, last bool, nextBase int64) error {
-	f, err := os.Open(s.logPath())
+	f, err := vfs.Open(s.env.fs, s.logPath())
 	if err != nil {
 		return diskError("open segment", err)
 	}
@@ -502,8 +522,8 @@ func (l *Log) sanityCheck(s *segment, last bool, nextBase int64) error {
 }
 
 // lastIndexEntry validates the offset index file's shape and last entry.
-func lastIndexEntry(s *segment, f *os.File, logSize int64) (indexEntry, error) {
-	st, err := os.Stat(s.index.path)
+func lastIndexEntry(s *segment, f vfs.File, logSize int64) (indexEntry, error) {
+	st, err := s.env.fs.Stat(s.index.path)
 	if err != nil {
 		return indexEntry{}, fmt.Errorf("%w: %w", ErrCorruptIndex, err)
 	}
@@ -514,7 +534,7 @@ func lastIndexEntry(s *segment, f *os.File, logSize int64) (indexEntry, error) {
 		return indexEntry{Offset: s.baseOffset}, nil
 	}
 	var e [offsetIndexEntrySize]byte
-	if err := readAt(s.index.path, e[:], st.Size()-offsetIndexEntrySize); err != nil {
+	if err := readAt(s.env.fs, s.index.path, e[:], st.Size()-offsetIndexEntrySize); err != nil {
 		return indexEntry{}, err
 	}
 	ie := indexEntry{Offset: s.baseOffset + int64(binary.BigEndian.Uint32(e[:])), Position: int64(binary.BigEndian.Uint32(e[4:]))}
@@ -534,7 +554,7 @@ func lastIndexEntry(s *segment, f *os.File, logSize int64) (indexEntry, error) {
 
 // lastTimeEntry validates the time index file's shape and last entry.
 func lastTimeEntry(s *segment, nextBase int64) (timeEntry, error) {
-	st, err := os.Stat(s.timeIndex.path)
+	st, err := s.env.fs.Stat(s.timeIndex.path)
 	if err != nil {
 		return timeEntry{}, fmt.Errorf("%w: %w", ErrCorruptIndex, err)
 	}
@@ -545,7 +565,7 @@ func lastTimeEntry(s *segment, nextBase int64) (timeEntry, error) {
 		return timeEntry{Timestamp: -1, Offset: -1}, nil
 	}
 	var e [timeIndexEntrySize]byte
-	if err := readAt(s.timeIndex.path, e[:], st.Size()-timeIndexEntrySize); err != nil {
+	if err := readAt(s.env.fs, s.timeIndex.path, e[:], st.Size()-timeIndexEntrySize); err != nil {
 		return timeEntry{}, err
 	}
 	te := timeEntry{Timestamp: int64(binary.BigEndian.Uint64(e[:])), Offset: s.baseOffset + int64(binary.BigEndian.Uint32(e[8:]))}
@@ -555,8 +575,8 @@ func lastTimeEntry(s *segment, nextBase int64) (timeEntry, error) {
 	return te, nil
 }
 
-func readAt(path string, b []byte, off int64) error {
-	f, err := os.Open(path)
+func readAt(fsys vfs.FS, path string, b []byte, off int64) error {
+	f, err := vfs.Open(fsys, path)
 	if err != nil {
 		return diskError("open", err)
 	}
@@ -570,7 +590,7 @@ func readAt(path string, b []byte, off int64) error {
 // checkTail CRC-checks the batches from pos to the end of the file, which
 // must end exactly at a batch boundary, and sets the next offset and max
 // timestamp from them.
-func checkTail(s *segment, f *os.File, pos, size int64) error {
+func checkTail(s *segment, f vfs.File, pos, size int64) error {
 	tail := make([]byte, size-pos)
 	if _, err := f.ReadAt(tail, pos); err != nil && !errors.Is(err, io.EOF) {
 		return diskError("read segment tail", err)
@@ -597,12 +617,12 @@ func checkTail(s *segment, f *os.File, pos, size int64) error {
 // (each carries its partitionLeaderEpoch). It is then aligned with the
 // log's offsets.
 func (l *Log) loadEpochCacheLocked() error {
-	c, err := loadEpochCache(l.dir, l.logEndOffset.Load)
+	c, err := loadEpochCache(l.env.fs, l.dir, l.logEndOffset.Load)
 	l.epochs = c
 	if errorKind(err) == ErrTooManyOpenFiles {
 		return diskError("read leader epoch checkpoint", err) // not corrupt: unreadable now
 	}
-	_, statErr := os.Stat(c.path)
+	_, statErr := l.env.fs.Stat(c.path)
 	missing := errors.Is(statErr, os.ErrNotExist)
 	if err != nil || (missing && l.logEndOffset.Load() > l.logStartOffset.Load()) {
 		l.logger.Warn("storage: rebuilding leader epoch cache from the log", "err", err, "missing", missing)
@@ -613,6 +633,16 @@ func (l *Log) loadEpochCacheLocked() error {
 	if err := c.TruncateFromEnd(l.logEndOffset.Load()); err != nil {
 		return err
 	}
+	// Batches recovered after a crash may carry an epoch whose checkpoint
+	// write the crash lost (the append writes the batch first).
+	for _, e := range l.recoveredEpochs {
+		if e.StartOffset < l.logEndOffset.Load() {
+			if err := c.Assign(e.Epoch, e.StartOffset); err != nil {
+				return err
+			}
+		}
+	}
+	l.recoveredEpochs = nil
 	return c.TruncateFromStart(l.logStartOffset.Load())
 }
 

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/storage/vfs"
 	"math"
 	"os"
 	"path/filepath"
@@ -91,6 +92,11 @@ type segment struct {
 	// flushedSize is how many bytes of .log are known to be on disk; the
 	// flusher starts msync there.
 	flushedSize atomic.Int64
+	// trimSynced: the .log's size since its last trim (deactivate) is on
+	// disk. msync persists data, not a shrink of the file, so the first
+	// flush after a roll fsyncs the file as Kafka's segment flush does;
+	// recovery relies on it (a rolled segment with a tail lost its end).
+	trimSynced atomic.Bool
 	// openFile is file while the segment is active, for readers that send
 	// bytes with sendfile(2) instead of from the mapping. It is cleared
 	// before file is closed; a reader that loaded it keeps the descriptor
@@ -112,7 +118,7 @@ type segment struct {
 	// active is true while the segment is the appender's: data is the
 	// read-write mapping of capacity bytes and file is open.
 	active   bool
-	file     *os.File
+	file     vfs.File
 	capacity int64
 	// retired: removed from the log; acquire fails, resources are freed at
 	// the last release.
@@ -131,12 +137,13 @@ func newSegment(dir string, base int64, env *fileEnv) *segment {
 		env:                  env,
 		index:                newOffsetIndex(segmentFileName(dir, base, indexSuffix), base, env),
 		timeIndex:            newTimeIndex(segmentFileName(dir, base, timeIndexSuffix), base, env),
-		txn:                  newTxnIndex(segmentFileName(dir, base, txnIndexSuffix)),
+		txn:                  newTxnIndex(segmentFileName(dir, base, txnIndexSuffix), env.fs),
 		maxTimestamp:         -1,
 		offsetOfMaxTimestamp: -1,
 	}
 	s.idle.L = &s.mu
 	s.nextOffset.Store(base)
+	s.trimSynced.Store(true) // as found on disk or written synced; deactivate clears it
 	return s
 }
 
@@ -158,7 +165,7 @@ func createSegment(dir string, base int64, p segmentParams, env *fileEnv, now ti
 	s := newSegment(dir, base, env)
 	for _, path := range []string{s.logPath(), s.index.path, s.timeIndex.path} {
 		// A leftover empty file from an earlier failed roll is replaced.
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := env.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("storage: remove stale %s: %w", path, err)
 		}
 	}
@@ -185,7 +192,7 @@ func (s *segment) activate(p segmentParams) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.freeLocked()
-	f, err := os.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := s.env.fs.OpenFile(s.logPath(), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return diskError("open segment", err)
 	}
@@ -216,7 +223,7 @@ func (s *segment) activate(p segmentParams) error {
 		return err
 	}
 	s.data, s.file, s.capacity, s.mapped, s.active = data, f, capacity, true, true
-	s.openFile.Store(f)
+	s.openFile.Store(f.OS())
 	s.populated = 0
 	s.allocated, s.chunk = st.Size(), max(p.chunk, 1)
 	s.indexChecked = true
@@ -226,7 +233,7 @@ func (s *segment) activate(p segmentParams) error {
 // indexEntriesOnDisk counts the entries of the (trimmed) index files.
 func indexEntriesOnDisk(s *segment) (int64, int64, error) {
 	n := func(path string, size int) (int64, error) {
-		st, err := os.Stat(path)
+		st, err := s.env.fs.Stat(path)
 		if errors.Is(err, os.ErrNotExist) {
 			return 0, nil
 		}
@@ -259,6 +266,7 @@ func (s *segment) deactivate() error {
 		s.timeIndex.maybeAppend(ts, off)
 	}
 	s.openFile.Store(nil)
+	s.trimSynced.Store(false)
 	err := s.file.Truncate(s.size.Load())
 	err = errors.Join(err, s.index.trim(), s.timeIndex.trim(), s.file.Close())
 	s.file = nil
@@ -464,7 +472,7 @@ func (s *segment) acquire() (ok, newlyMapped bool, err error) {
 func (s *segment) mapReadOnlyLocked() error {
 	size := s.size.Load()
 	if size > 0 {
-		f, err := os.Open(s.logPath())
+		f, err := vfs.Open(s.env.fs, s.logPath())
 		if err != nil {
 			return diskError("open segment", err)
 		}
@@ -611,7 +619,7 @@ func (s *segment) isActive() bool {
 func (s *segment) removeFiles() error {
 	var errs []error
 	for _, p := range []string{s.logPath(), s.index.path, s.timeIndex.path, s.txn.path} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := s.env.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
@@ -644,7 +652,7 @@ func (s *segment) flush(upTo int64) error {
 	s.mu.Unlock()
 	upTo = min(upTo, int64(len(data)))
 	from := s.flushedSize.Load()
-	if err := msyncRange(data, min(from, upTo), upTo); err != nil {
+	if err := msyncRange(s.env.fs, s.logPath(), data, min(from, upTo), upTo); err != nil {
 		return fmt.Errorf("flush %s: %w", s, err)
 	}
 	if err := s.index.syncMapped(); err != nil {
@@ -656,12 +664,39 @@ func (s *segment) flush(upTo int64) error {
 	if err := s.txn.sync(); err != nil {
 		return err
 	}
+	if err := s.syncTrim(); err != nil {
+		return err
+	}
 	for {
 		cur := s.flushedSize.Load()
 		if cur >= upTo || s.flushedSize.CompareAndSwap(cur, upTo) {
 			return nil
 		}
 	}
+}
+
+// syncTrim fsyncs the .log of a rolled segment once, so that its trimmed
+// size is on disk before any later segment's data is flushed.
+func (s *segment) syncTrim() error {
+	s.mu.Lock()
+	active := s.active
+	s.mu.Unlock()
+	if active || s.trimSynced.Load() {
+		return nil
+	}
+	f, err := s.env.fs.OpenFile(s.logPath(), os.O_RDONLY, 0)
+	if err != nil {
+		return diskError("open segment for sync", err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("storage: sync %s: %w", s, err)
+	}
+	s.trimSynced.Store(true)
+	return nil
 }
 
 // batchAt returns the header and size of the batch at pos if a whole,

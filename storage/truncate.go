@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -34,7 +35,26 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.truncations.Add(1) // a running cleaning sees it and lets go of the segment
 	segs := l.segmentList()
 	keep := segmentFor(segs, offset) + 1
-	delErr := l.retireLocked(segs[keep:], true, "truncation")
+	// The cut below syncs the target segment, which makes its kept
+	// batches durable: the segments before it must be on disk first, or a
+	// power loss could keep the later offsets and lose earlier ones (a
+	// rolled segment whose flush had not come yet), a hole (the power-loss
+	// journal suite found it).
+	if err := l.flushBefore(segs[:keep-1]); err != nil {
+		l.failed = err
+		return err
+	}
+	// Newest first: a crash (kill -9 is enough) between two unlinks then
+	// leaves a shorter log, never one with a hole where an earlier segment
+	// went and a later one stayed (the power-loss journal suite found it).
+	delErr := l.retireLocked(newestFirst(segs[keep:]), true, "truncation")
+	if keep < len(segs) && delErr == nil {
+		// The deleted segments must stay deleted before anything is
+		// appended at their offsets: a power cut that brought them back
+		// would leave a gap and a diverged history after it (the crash
+		// suite found it).
+		delErr = syncDir(l.env.fs, l.dir)
+	}
 	target := segs[keep-1]
 	newEnd, err := l.truncateSegmentLocked(target, offset)
 	l.setSegments(segs[:keep:keep])
@@ -45,12 +65,46 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.logEndOffset.Store(newEnd)
 	l.highWatermark.Store(min(l.highWatermark.Load(), newEnd))
-	l.recoveryPoint.Store(min(l.recoveryPoint.Load(), newEnd))
+	rpErr := l.lowerRecoveryPointLocked(newEnd)
 	l.cleanerOffset.Store(min(l.cleanerOffset.Load(), newEnd))
 	l.dirDirty = true
-	err = errors.Join(delErr, target.txn.truncateTo(newEnd), l.epochs.TruncateFromEnd(newEnd), l.rebuildProducerStateLocked(newEnd, newEnd))
+	err = errors.Join(delErr, rpErr, target.txn.truncateTo(newEnd), l.epochs.TruncateFromEnd(newEnd), l.rebuildProducerStateLocked(newEnd, newEnd))
 	l.logger.Info("storage: truncated log", "offset", offset, "log_end_offset", newEnd)
 	return err
+}
+
+// lowerRecoveryPointLocked sets the recovery point to at most rp and, if
+// it moved down, has the checkpoint written before anything is appended
+// again (LogOptions.recoveryPointLowered; the power-loss journal suite
+// found recovery trusting a stale checkpoint over unflushed rewritten
+// offsets). A failed write fails the log. Must be called with appendMu
+// held.
+func (l *Log) lowerRecoveryPointLocked(rp int64) error {
+	if rp >= l.recoveryPoint.Load() {
+		return nil
+	}
+	l.recoveryPoint.Store(rp)
+	if l.opts.recoveryPointLowered == nil {
+		return nil
+	}
+	if err := l.opts.recoveryPointLowered(); err != nil {
+		l.failed = err
+		return fmt.Errorf("storage: recovery point checkpoint after truncation: %w", err)
+	}
+	return nil
+}
+
+// flushBefore flushes segs (the segments before a truncation's target)
+// up to their ends. Must be called with appendMu held.
+func (l *Log) flushBefore(segs []*segment) error {
+	sizes := make([]int64, len(segs))
+	for i, s := range segs {
+		sizes[i] = s.size.Load()
+	}
+	if err := l.flushSegments(segs, sizes, l.recoveryPoint.Load()); err != nil {
+		return fmt.Errorf("storage: flush before truncation: %w", err)
+	}
+	return nil
 }
 
 // truncateSegmentLocked cuts s at offset, making it the active segment, and
@@ -149,12 +203,13 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.setSegments([]*segment{s})
 	l.highWatermark.Store(offset)
+	rpErr := l.lowerRecoveryPointLocked(offset)
 	l.recoveryPoint.Store(offset)
 	l.producers.reset()
 	l.producers.removeSnapshotsAfter(-1)
 	l.dirDirty = true
 	l.logger.Info("storage: truncated log fully", "start_offset", offset)
-	return errors.Join(delErr, l.epochs.clear())
+	return errors.Join(delErr, rpErr, l.epochs.clear())
 }
 
 // SetLogStartOffset moves the log start offset forward (DeleteRecords, or
@@ -183,4 +238,11 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	l.setSegments(segs[n:])
 	l.producers.truncateHead(offset)
 	return errors.Join(err, l.epochs.TruncateFromStart(offset))
+}
+
+// newestFirst returns segs in reverse order, as a new slice.
+func newestFirst(segs []*segment) []*segment {
+	out := slices.Clone(segs)
+	slices.Reverse(out)
+	return out
 }

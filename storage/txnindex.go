@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
+
+	"github.com/kbroker/kbroker/storage/vfs"
 )
 
 // The transaction index (.txnindex) of a segment, Kafka's TransactionIndex:
@@ -37,14 +40,18 @@ const (
 // txnIndex is the .txnindex of one segment.
 type txnIndex struct {
 	path string
+	fs   vfs.FS // the log's file system (opts.FS), so crash suites see the index
 
 	mu      sync.Mutex // guards the following
 	entries []AbortedTxn
 	// written counts the entries in the file, synced those fsynced.
 	written, synced int
+	// created: the file was created since the last sync, so its directory
+	// entry is not durable until the directory is synced too.
+	created bool
 }
 
-func newTxnIndex(path string) *txnIndex { return &txnIndex{path: path} }
+func newTxnIndex(path string, fsys vfs.FS) *txnIndex { return &txnIndex{path: path, fs: fsys} }
 
 func appendAbortedTxn(dst []byte, t AbortedTxn) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, abortedTxnVersion)
@@ -86,7 +93,7 @@ func decodeAbortedTxns(b []byte) ([]AbortedTxn, error) {
 // nextOffset (the segment's end); the file is cut to them when it held
 // more or a bad tail.
 func (x *txnIndex) load(nextOffset int64) (dropped int, err error) {
-	data, err := os.ReadFile(x.path)
+	data, err := vfs.ReadFile(x.fs, x.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -112,13 +119,13 @@ func (x *txnIndex) load(nextOffset int64) (dropped int, err error) {
 // there are none). Must be called with mu held.
 func (x *txnIndex) rewriteLocked() error {
 	if len(x.entries) == 0 {
-		if err := os.Remove(x.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := x.fs.Remove(x.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return diskError("remove transaction index", err)
 		}
 		x.written, x.synced = 0, 0
 		return nil
 	}
-	if err := os.Truncate(x.path, int64(len(x.entries))*abortedTxnSize); err != nil {
+	if err := x.fs.Truncate(x.path, int64(len(x.entries))*abortedTxnSize); err != nil {
 		return diskError("truncate transaction index", err)
 	}
 	x.written = len(x.entries)
@@ -134,7 +141,10 @@ func (x *txnIndex) append(t AbortedTxn) error {
 	if n := len(x.entries); n > 0 && x.entries[n-1].LastOffset >= t.LastOffset {
 		return nil
 	}
-	f, err := os.OpenFile(x.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if x.written == 0 {
+		x.created = true
+	}
+	f, err := x.fs.OpenFile(x.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return diskError("open transaction index", err)
 	}
@@ -162,7 +172,7 @@ func (x *txnIndex) syncLocked() error {
 	if x.synced == x.written {
 		return nil
 	}
-	f, err := os.OpenFile(x.path, os.O_WRONLY, 0)
+	f, err := x.fs.OpenFile(x.path, os.O_WRONLY, 0)
 	if err != nil {
 		return diskError("open transaction index", err)
 	}
@@ -172,6 +182,12 @@ func (x *txnIndex) syncLocked() error {
 	}
 	if err != nil {
 		return diskError("sync transaction index", err)
+	}
+	if x.created {
+		if err := syncDir(x.fs, filepath.Dir(x.path)); err != nil {
+			return err
+		}
+		x.created = false
 	}
 	x.synced = x.written
 	return nil
@@ -229,7 +245,7 @@ func (x *txnIndex) all() []AbortedTxn {
 // dropping entries beyond the segment's end. Must be called with appendMu
 // held, at open.
 func (l *Log) loadTxnIndexesLocked(segs []*segment) error {
-	des, err := os.ReadDir(l.dir)
+	des, err := l.env.fs.ReadDir(l.dir)
 	if err != nil {
 		return diskError("list log dir", err)
 	}

@@ -277,7 +277,11 @@ func (g *group) resolve(expr string) []string {
 	if r.resolvedAt == 0 || now-r.resolvedAt >= regexRefreshInterval {
 		r.topics = r.topics[:0]
 		for _, t := range g.c.opts.AllTopics() {
-			if !internalTopics[t] && r.re.MatchString(t) {
+			// Internal topics are matched like any other, as Kafka
+			// 4.x does: a regex that names __consumer_offsets gets it
+			// (clients that must skip internal topics exclude them
+			// themselves).
+			if r.re.MatchString(t) {
 				r.topics = append(r.topics, t)
 			}
 		}
@@ -286,9 +290,6 @@ func (g *group) resolve(expr string) []string {
 	}
 	return r.topics
 }
-
-// internalTopics are never matched by a subscription regex.
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
 
 // subscribedTopics resolves a member's subscription: its topic names plus
 // the existing topics its regex matches. Sorted.

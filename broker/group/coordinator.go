@@ -205,6 +205,8 @@ const (
 // serve the group's partition; a nil group with code 0 is an unknown group.
 func (c *Coordinator) lookup(id string, create groupKind) (*group, int16) {
 	p := c.PartitionFor(id)
+	// Asked before c.mu is taken: the other coordinator has locks of its own.
+	otherType := create != kindNone && c.opts.OtherGroupType(id) != ""
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := c.shards[p]
@@ -215,6 +217,9 @@ func (c *Coordinator) lookup(id string, create groupKind) (*group, int16) {
 		return nil, codeCoordinatorLoadInProgress
 	}
 	g := s.groups[id]
+	if g == nil && otherType {
+		return nil, codeGroupIDNotFound
+	}
 	if g == nil && create != kindNone {
 		g = newGroup(c, s, id)
 		g.fresh = true
@@ -250,6 +255,22 @@ func (c *Coordinator) withGroup(ctx context.Context, id string, create groupKind
 		}
 		// The group stopped (deleted or unloaded) before fn ran: look again.
 	}
+}
+
+// GroupType returns the type of group id if this coordinator serves it
+// ("classic" or "consumer"), "" otherwise (for broker/share's one type per
+// id check).
+func (c *Coordinator) GroupType(id string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.shards[c.PartitionFor(id)]
+	if s == nil || s.groups[id] == nil {
+		return ""
+	}
+	if sum := s.groups[id].summary.Load(); sum != nil && sum.state != "Dead" {
+		return sum.groupType
+	}
+	return ""
 }
 
 // removeGroup drops a deleted group from the registry.

@@ -42,8 +42,8 @@
 // partition moves to a new owner only after its previous owner reported it
 // revoked. Assignors "uniform" and "range" are in assign.go. Subscriptions
 // by regular expression are resolved against Options.AllTopics (RE2,
-// whole-name match, internal topics excluded; again at most every 10s) and
-// are not persisted: the resolved topics enter the group's metadata hash
+// whole-name match, internal topics included as in Kafka 4.x; again at most
+// every 10s) and are not persisted: the resolved topics enter the group's metadata hash
 // (name, id and partition count of every subscribed topic), whose change
 // bumps the group epoch, so new topics and partitions get assigned.
 //

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 // memStore is an in-memory __consumer_offsets partition.
@@ -86,72 +88,8 @@ func seqOf(recs []Record) iter.Seq2[Record, error] {
 	}
 }
 
-// fakeClock is a manual clock: timers fire, in deadline order and
-// synchronously, only when the test calls Advance.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	seq    int
-	timers map[int]*fakeTimer
-}
-
-type fakeTimer struct {
-	at  time.Time
-	seq int
-	f   func()
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), timers: make(map[int]*fakeTimer)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.seq++
-	seq := c.seq
-	c.timers[seq] = &fakeTimer{at: c.now.Add(d), seq: seq, f: f}
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		_, ok := c.timers[seq]
-		delete(c.timers, seq)
-		return ok
-	}
-}
-
-// Advance moves time forward by d, firing every timer due on the way
-// (including ones scheduled by fired timers) and waiting for each.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	target := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		var next *fakeTimer
-		for _, t := range c.timers {
-			if !t.at.After(target) && (next == nil || t.at.Before(next.at) || t.at.Equal(next.at) && t.seq < next.seq) {
-				next = t
-			}
-		}
-		if next == nil {
-			c.now = target
-			c.mu.Unlock()
-			return
-		}
-		delete(c.timers, next.seq)
-		if next.at.After(c.now) {
-			c.now = next.at
-		}
-		c.mu.Unlock()
-		next.f()
-	}
+func newFakeClock() *testsupport.Clock {
+	return testsupport.NewClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 }
 
 // advanceUntil moves the clock a second at a time until cond holds.
@@ -172,7 +110,7 @@ type harness struct {
 	t      *testing.T
 	c      *Coordinator
 	opts   Options
-	clock  *fakeClock
+	clock  *testsupport.Clock
 	stores map[int32]*memStore
 	topics map[string]int32
 	mu     sync.Mutex

@@ -108,6 +108,14 @@ type Options struct {
 	TopicPartitions func(topic string) (int32, bool)
 	TopicID         func(topic string) ([16]byte, bool)
 	AllTopics       func() []string
+
+	// OtherGroupType names the type of a group id another coordinator
+	// serves ("share" for broker/share's share groups), "" for none: a
+	// group id is of one type only, so a request that would create a
+	// classic or consumer group under it gets GROUP_ID_NOT_FOUND, as
+	// Kafka's getOrMaybeCreateClassicGroup and
+	// getOrMaybeCreateConsumerGroup answer. Nil: no other types.
+	OtherGroupType func(groupID string) string
 }
 
 // Kafka's group.classic.new.member.join.timeout: a new member waiting in a
@@ -171,6 +179,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.AllTopics == nil {
 		o.AllTopics = func() []string { return nil }
+	}
+	if o.OtherGroupType == nil {
+		o.OtherGroupType = func(string) string { return "" }
 	}
 	return o
 }

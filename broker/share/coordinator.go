@@ -179,7 +179,9 @@ func (c *Coordinator) withGroup(ctx context.Context, id string, create bool, fn 
 			fn(nil)
 			return 0
 		}
-		if g.run(ctx, func() { fn(g) }) {
+		// The summary is refreshed before the caller goes on, so that a
+		// ListGroups right after a heartbeat sees the group as it left it.
+		if g.run(ctx, func() { fn(g); g.refreshSummary() }) {
 			return 0
 		}
 		if ctx.Err() != nil {

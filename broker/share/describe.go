@@ -104,6 +104,26 @@ func (c *Coordinator) ListGroups(states, types []string) ([]kmsg.ListGroupsRespo
 	return out, code
 }
 
+// GroupSummary is a served share group as the metrics show it.
+type GroupSummary struct {
+	ID      string
+	State   string
+	Members int
+}
+
+// Summaries lists the share groups this coordinator serves, sorted by id.
+func (c *Coordinator) Summaries() []GroupSummary {
+	groups, _ := c.allGroups()
+	out := make([]GroupSummary, 0, len(groups))
+	for _, g := range groups {
+		if sum := g.summary.Load(); sum != nil && sum.state != stateDead {
+			out = append(out, GroupSummary{ID: g.id, State: sum.state.String(), Members: sum.members})
+		}
+	}
+	slices.SortFunc(out, func(a, b GroupSummary) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
 // DescribeGroup answers the classic DescribeGroups for a share group, as
 // Kafka does: GROUP_ID_NOT_FOUND, "not a classic group". ok is false when
 // id is not a share group here.

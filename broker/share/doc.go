@@ -82,55 +82,30 @@
 // Loading keeps the last value of every key and then assembles the groups
 // (replay.go), so it gives the same result before and after compaction.
 //
-// # Wiring into the broker (the next step)
+// # Wiring into the broker
 //
 // The packages broker/share, broker/sharepartition and broker/sharestate
-// are self-contained; the broker's API files call them. In order:
+// are self-contained; the broker's files call them:
 //
-//  1. broker.go: build one sharestate.Coordinator, one sharepartition.Manager
-//     and one share.Coordinator. The share coordinator's Options:
-//     NumPartitions from offsets.topic.num.partitions, MaxGroupSize
-//     group.share.max.size, Config = shareconfig.Effective(the group's
-//     stored GROUP configs, the broker bounds), TopicByName/TopicByID from
-//     the metadata image, OtherGroupType from broker/group (and
-//     broker/group needs the reverse hook: an Options.OtherGroupType that
-//     calls this package's GroupType, so a JoinGroup or
-//     ConsumerGroupHeartbeat for a share group id gets
-//     GROUP_ID_NOT_FOUND / INCONSISTENT_GROUP_PROTOCOL as Kafka), State =
-//     the persister (broker/sharestate's doc), LatestOffset from the
-//     partition leaders (ListOffsets latest), MemberLeft =
-//     sharepartition.Manager's sessions RemoveMember + ReleaseSession.
-//  2. groups.go applyImage: for each __consumer_offsets partition led,
-//     BecomeLeader on both coordinators with the same records (read the
-//     partition once and feed both, or read it twice), Resign on both when
-//     leadership goes. Likewise the __share_group_state partitions for
-//     sharestate, and LeadershipLost on the sharepartition.Manager for
-//     every partition this broker stops leading.
-//  3. api_10_find_coordinator.go: key type 2 (SHARE) answers the leader of
-//     sharestate.PartitionFor for the "group:topicId:partition" key
-//     (creating __share_group_state from sharestate.Options.StateTopic on
-//     first use); share groups themselves use key type 0 (GROUP).
-//  4. New API files, one each, versions in the dispatch table and
-//     ApiVersions: api_76_share_group_heartbeat.go (v0-v1, Later on the
-//     writer as api_68), api_77_share_group_describe.go (v0-v1),
-//     api_78_share_fetch.go (v0-v2) and api_79_share_acknowledge.go (v0-v2)
-//     per broker/sharepartition's doc, api_83 .. api_87 (the state APIs,
-//     sharestate), api_90_describe_share_group_offsets.go (v0-v1),
-//     api_91_alter_share_group_offsets.go (v0),
-//     api_92_delete_share_group_offsets.go (v0). Routing: 76, 77, 90-92 go
-//     to the group coordinator (NOT_COORDINATOR elsewhere), 78-79 to the
-//     partition leaders, 83-87 to the share coordinator.
-//  5. api_16_list_groups.go: append ListGroups(states, types) to
-//     broker/group's answer (max of the codes); api_15_describe_groups.go:
-//     DescribeGroup for share group ids; api_42_delete_groups.go:
-//     DeleteGroup first, broker/group for the rest; api_69
-//     ConsumerGroupDescribe of a share group id: GROUP_ID_NOT_FOUND.
-//  6. GROUP configs (api_32, api_44): shareconfig.Validate on the merged
-//     share.* values (INVALID_CONFIG with its message), shareconfig.Describe
-//     for DescribeConfigs (source GROUP_CONFIG when set, else
-//     DEFAULT_CONFIG), stored with the other group configs in the
-//     controller's metadata.
-//  7. Metrics: per share group members (ShareGroupDescribe), per
-//     share-partition the sharepartition.Stats counters and lag,
-//     sessions, sharestate.Stats.
+//   - broker/shares.go builds one sharestate.Coordinator, one
+//     sharepartition.Manager and one share.Coordinator (Options: the
+//     partition count of __consumer_offsets, group.share.max.size, Config
+//     = shareconfig.Effective(the group's GROUP configs from the metadata
+//     image, the broker bounds), OtherGroupType from broker/group and the
+//     reverse hook in broker/group, State = the persister
+//     (share_persister.go), MemberLeft releasing the member's sessions).
+//     Its applyImage drives the __share_group_state partitions
+//     (BecomeLeader/Resign) and LeadershipLost; groups.go feeds the
+//     __consumer_offsets records to this coordinator as to broker/group.
+//   - FindCoordinator key type 2 (SHARE, v6+) answers the leader of
+//     sharestate.PartitionFor, creating __share_group_state on first use;
+//     share groups themselves use key type 0 (GROUP).
+//   - api_76, 77, 90, 91, 92 call this package; api_78 and api_79 (with
+//     share_fetch.go, share_ack.go, share_log.go, share_wake.go) call
+//     broker/sharepartition; api_83 .. api_87 call broker/sharestate.
+//   - ListGroups, DescribeGroups and DeleteGroups include share groups;
+//     GROUP config resources (share_configs.go) are validated with
+//     shareconfig.Validate and stored in the controller's metadata.
+//   - metrics_share.go: kbroker_share_* (groups by state, members, records
+//     by event, lag, in-flight records, sessions, the state topic).
 package share

@@ -64,18 +64,34 @@ func TestQueueEndToEnd(t *testing.T) {
 	e.topics["foo"] = topicMeta{idFoo, 1}
 
 	// Three consumers join and, once the share state is initialized, all
-	// get the only partition.
+	// get the only partition. A heartbeat response carries the assignment
+	// only on a join or when it changed (Kafka's shareGroupHeartbeat), so
+	// each member keeps the last one it was sent, as a client does: a
+	// member that joins after the initialization completed gets the
+	// partition in its join response and never again.
+	members := []string{"a", "b", "c"}
 	epochs := map[string]int32{}
-	for _, id := range []string{"a", "b", "c"} {
-		epochs[id] = e.heartbeat("q", id, 0, "foo").MemberEpoch
-	}
-	e.waitInitialized("q", idFoo, 1)
-	for _, id := range []string{"a", "b", "c"} {
-		r := e.heartbeat("q", id, epochs[id])
-		if len(assigned(r)[idFoo]) != 1 {
-			t.Fatalf("%s not assigned: %+v", id, r)
+	held := map[string]assignment{}
+	note := func(id string, r *kmsg.ShareGroupHeartbeatResponse) {
+		if r.ErrorCode != 0 {
+			t.Fatalf("%s heartbeat: %+v", id, r)
 		}
 		epochs[id] = r.MemberEpoch
+		if r.Assignment != nil {
+			held[id] = assigned(r)
+		}
+	}
+	for _, id := range members {
+		note(id, e.heartbeat("q", id, 0, "foo"))
+	}
+	e.waitInitialized("q", idFoo, 1)
+	for _, id := range members {
+		note(id, e.heartbeat("q", id, epochs[id]))
+	}
+	for _, id := range members {
+		if len(held[id][idFoo]) != 1 {
+			t.Fatalf("%s not assigned: holds %v at epoch %d", id, held[id], epochs[id])
+		}
 	}
 
 	accepted := map[int64]int{}

@@ -73,9 +73,11 @@ type shareGroup struct {
 	dead            bool
 }
 
-// groupSummary is what ListGroups and GroupType read without the goroutine.
+// groupSummary is what ListGroups, GroupType and Summaries read without
+// the goroutine.
 type groupSummary struct {
-	state groupState
+	state   groupState
+	members int
 }
 
 func newShareGroup(c *Coordinator, s *shard, id string) *shareGroup {
@@ -155,7 +157,7 @@ func (g *shareGroup) append(records []Record) int16 {
 }
 
 func (g *shareGroup) refreshSummary() {
-	g.summary.Store(&groupSummary{state: g.groupState()})
+	g.summary.Store(&groupSummary{state: g.groupState(), members: len(g.members)})
 }
 
 // discardIfUnused drops a group a request created but did not write.

@@ -46,6 +46,10 @@ func TestJoinInitializeAssign(t *testing.T) {
 	if r = e.heartbeat("g", "m1", 3); r.Assignment != nil || r.MemberEpoch != 3 {
 		t.Fatalf("steady heartbeat %+v", r)
 	}
+	// The metrics' view of the group.
+	if got := e.c.Summaries(); !reflect.DeepEqual(got, []GroupSummary{{ID: "g", State: "Stable", Members: 2}}) {
+		t.Fatalf("summaries %+v", got)
+	}
 }
 
 func TestHeartbeatValidation(t *testing.T) {

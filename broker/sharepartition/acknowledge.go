@@ -41,10 +41,11 @@ func ValidateAckBatches(batches []AckBatch, allowRenew bool) int16 {
 
 // step is one planned record transition of an acknowledgement.
 type step struct {
-	off   int64
-	to    RecordState
-	count int16
-	renew bool // RENEW: the lock is extended, the state stays
+	off    int64
+	to     RecordState
+	count  int16
+	renew  bool // RENEW: the lock is extended, the state stays
+	reject bool // REJECT (for the metrics: a rejection archives)
 }
 
 // planAcks decides what the batches do to the window, or fails without
@@ -93,8 +94,10 @@ func stepFor(off int64, t AckType, count, limit int16) step {
 		return step{off: off, to: Available, count: count}
 	case AckRenew:
 		return step{off: off, to: Acquired, count: count, renew: true}
+	case AckReject:
+		return step{off: off, to: Archived, count: count, reject: true}
 	}
-	return step{off: off, to: Archived, count: count} // GAP, REJECT
+	return step{off: off, to: Archived, count: count} // GAP
 }
 
 // Acknowledge applies member's acknowledgements to this partition and
@@ -127,6 +130,9 @@ func (p *Partition) Acknowledge(ctx context.Context, member string, batches []Ac
 			continue
 		}
 		pw.add(s.off, r.state, s.to)
+		if s.reject {
+			pw.rejected++
+		}
 		r.transition(s.to, s.count)
 	}
 	return p.writeAndWait(ctx, pw) // only renewals: nothing to write

@@ -68,39 +68,28 @@
 // session (epoch -1, the connection closing, the member leaving) releases
 // the member's records on the session's partitions.
 //
-// # Wiring into the broker (the next step)
+// # Wiring into the broker
 //
-//   - broker/: one Manager per broker (NewManager with the StateStore,
-//     the group configs from shareconfig.Effective, OnAvailable waking the
-//     share-fetch wait queue, and group.share.max.share.sessions). The
-//     replica layer's leadership changes call Manager.LeadershipLost; the
-//     connection layer's close calls Manager.ConnectionClosed.
-//   - api_78_share_fetch.go (v0-v2): validate group id and member id (non
-//     empty, at most 36 characters: INVALID_REQUEST); the session
-//     (SessionCache.NewFetchContext with Add = Topics, Forget =
-//     ForgottenTopicsData, HasAcks, HasFetchData = a partition without
-//     acknowledgements); for each partition with acknowledgement batches,
-//     Manager.Existing + Acknowledge (allowRenew = v2 IsRenewAck) into
-//     AcknowledgeErrorCode; with IsRenewAck all fetch fields must be zero
-//     (INVALID_REQUEST) and nothing is fetched. Then for each session
-//     partition this broker leads (else NOT_LEADER_OR_FOLLOWER with
-//     CurrentLeader and NodeEndpoints), Manager.Partition(leader epoch),
-//     read the log from NextFetchOffset (PartitionMaxBytes, the request's
-//     MaxBytes; read_committed: up to the LSO with the aborted
-//     transactions), Acquire with the request's MaxRecords budget (rotating
-//     the start partition by session epoch for fairness), and return the
-//     raw batches overlapping the acquired ranges with AcquiredRecords and
-//     AcquisitionLockTimeoutMillis (v1+, the lock duration). With nothing
-//     acquired it long-polls up to MaxWaitMillis on CanAcquire, woken by
-//     appends, high watermark moves and OnAvailable. Incremental responses
-//     list what SessionCache.Respond says; a final fetch (epoch -1)
-//     releases the member's records (Manager.ReleaseSession) after its
-//     acknowledgements.
-//   - api_79_share_acknowledge.go (v0-v2): SessionCache.AcknowledgeContext,
-//     then Acknowledge per partition (errors per partition, NOT_LEADER with
-//     CurrentLeader), then ReleaseSession when final.
-//   - StateStore: the persister of broker/sharestate's doc (routes by
-//     sharestate.PartitionFor; local keys call the Coordinator directly).
-//   - metrics: Manager.Stats per share-partition (acquired, accepted,
-//     released, archived, lock timeouts, lag) and SessionCache.Len.
+//   - broker/shares.go: one Manager per broker (the StateStore is the
+//     persister in share_persister.go, OnAvailable wakes the share fetch
+//     waiters in share_wake.go); applyImage calls LeadershipLost for every
+//     partition the broker stops leading, the connection close hook calls
+//     ConnectionClosed.
+//   - api_78_share_fetch.go with share_fetch.go: the session
+//     (SessionCache.NewFetchContext), acknowledgements first
+//     (share_ack.go), then for each session partition this broker leads
+//     (else NOT_LEADER_OR_FOLLOWER with CurrentLeader and NodeEndpoints)
+//     the log read from NextFetchOffset (share_log.go; read_committed
+//     reads up to the LSO with the aborted transactions) and Acquire with
+//     the request's MaxRecords budget, the start partition rotated by
+//     session epoch. With nothing acquired it long-polls up to
+//     MaxWaitMillis, woken by appends, high watermark moves and
+//     OnAvailable; when every partition's window is full of the member's
+//     own acquired records (WaitsOn) it returns within a few milliseconds
+//     instead, since only that member's acknowledgements can free them and
+//     prefetching clients send those on the next fetch.
+//   - api_79_share_acknowledge.go: SessionCache.AcknowledgeContext, then
+//     Acknowledge per partition, then ReleaseSession when final.
+//   - metrics: Manager.Stats per share-partition and SessionCache.Len
+//     (broker/metrics_share.go).
 package sharepartition

@@ -119,9 +119,25 @@ func newEnv(t *testing.T, tweak func(*shareconfig.Config)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(sc.Close)
+	initializeState(t, sc, key)
 	e.store = &store{c: sc, log: ml}
 	e.m = e.newManager()
 	return e
+}
+
+// initializeState is what the group coordinator does before it assigns a
+// share-partition (InitializeShareGroupState, start offset -1): the share
+// coordinator refuses to read or write a share-partition without it.
+func initializeState(t *testing.T, sc *sharestate.Coordinator, k Key) {
+	t.Helper()
+	req := kmsg.NewPtrInitializeShareGroupStateRequest()
+	req.GroupID = k.Group
+	req.Topics = []kmsg.InitializeShareGroupStateRequestTopic{{TopicID: k.TopicID,
+		Partitions: []kmsg.InitializeShareGroupStateRequestTopicPartition{{Partition: k.Partition, StateEpoch: 0, StartOffset: -1}}}}
+	resp := sc.InitializeShareGroupState(context.Background(), req)
+	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("initializing the share state of %v: code %d", k, code)
+	}
 }
 
 func (e *env) newManager() *Manager {

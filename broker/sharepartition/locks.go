@@ -67,7 +67,7 @@ func (p *Partition) onLockTimer() {
 
 // counters are a partition's cumulative metrics.
 type counters struct {
-	acquired, accepted, released, archived, lockTimeouts atomic.Int64
+	acquired, accepted, released, archived, rejected, lockTimeouts atomic.Int64
 }
 
 // Stats is a share-partition's metrics.
@@ -80,8 +80,9 @@ type Stats struct {
 	// Lag is the records not yet delivered to completion: the high
 	// watermark minus the start offset minus Complete.
 	Lag int64
-	// Cumulative counts since this leadership began.
-	AcquiredTotal, AcceptedTotal, ReleasedTotal, ArchivedTotal, LockTimeoutsTotal int64
+	// Cumulative counts since this leadership began (RejectedTotal: the
+	// archivals REJECT made, within ArchivedTotal).
+	AcquiredTotal, AcceptedTotal, ReleasedTotal, ArchivedTotal, RejectedTotal, LockTimeoutsTotal int64
 }
 
 // Stats returns the partition's metrics.
@@ -102,5 +103,6 @@ func (p *Partition) Stats() Stats {
 	s.Lag = max(p.log.HighWatermark()-s.StartOffset-s.Complete, 0)
 	s.AcquiredTotal, s.AcceptedTotal = p.stats.acquired.Load(), p.stats.accepted.Load()
 	s.ReleasedTotal, s.ArchivedTotal, s.LockTimeoutsTotal = p.stats.released.Load(), p.stats.archived.Load(), p.stats.lockTimeouts.Load()
+	s.RejectedTotal = p.stats.rejected.Load()
 	return s
 }

@@ -87,8 +87,10 @@ type Options struct {
 	// defaults of shareconfig.DefaultBounds.
 	Config func(group string) shareconfig.Config
 	// OnAvailable is called (without locks held) when records of a
-	// share-partition became acquirable again (released, lock expired),
-	// so that the broker wakes the ShareFetch requests waiting on it.
+	// share-partition became acquirable again (released, lock expired) or
+	// acknowledgements moved its start offset (a full window has room
+	// again), so that the broker wakes the ShareFetch requests waiting on
+	// it.
 	OnAvailable func(Key)
 	// WriteTimeout bounds one state read or write (the persister's
 	// request timeout, 30s).

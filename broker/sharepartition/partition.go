@@ -264,6 +264,26 @@ func (p *Partition) CanAcquire() bool {
 	return int64(len(p.w.recs)) < int64(cfg.PartitionMaxRecordLocks) && next < p.acquireLimit(cfg)
 }
 
+// WaitsOn reports whether an acquisition for member can only get records
+// once member itself acknowledges some: the window is full (nothing
+// available, no room for new records) and member holds acquired records in
+// it. A client that fetches ahead sends its acknowledgements only with its
+// next request, so a long poll would wait out its whole MaxWait for
+// acknowledgements stuck behind it (franz-go prefetches this way).
+func (p *Partition) WaitsOn(member string) bool {
+	if p.CanAcquire() {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.w.recs {
+		if r := &p.w.recs[i]; r.state == Acquired && r.member == member {
+			return true
+		}
+	}
+	return false
+}
+
 // acquireLimit is the first offset that may not be acquired.
 func (p *Partition) acquireLimit(cfg shareconfig.Config) int64 {
 	if cfg.ReadCommitted {

@@ -246,7 +246,7 @@ func TestAcknowledgeTypes(t *testing.T) {
 		t.Fatal("no wake-up for released records")
 	}
 	st := p.Stats()
-	if st.AcceptedTotal != 3 || st.ReleasedTotal != 2 || st.ArchivedTotal != 2 || st.AcquiredTotal != 12 {
+	if st.AcceptedTotal != 3 || st.ReleasedTotal != 2 || st.ArchivedTotal != 2 || st.RejectedTotal != 1 || st.AcquiredTotal != 12 {
 		t.Fatalf("stats %+v", st)
 	}
 }

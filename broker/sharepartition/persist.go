@@ -22,8 +22,9 @@ import (
 type pendingWrite struct {
 	offsets []int64
 	done    chan int16 // nil: nobody waits (lock timeouts)
-	// tallies for the metrics once committed
-	accepted, released, archived int64
+	// tallies for the metrics once committed (rejected: archived by a
+	// REJECT, counted in archived too)
+	accepted, released, archived, rejected int64
 }
 
 func (pw *pendingWrite) add(off int64, from, to RecordState) {
@@ -179,8 +180,11 @@ func (p *Partition) write(req *kmsg.WriteShareGroupStateRequest) int16 {
 }
 
 // finishLocked commits or rolls back a written batch and reports whether
-// records became available. A fenced epoch fences the partition: a newer
-// leader or state epoch owns the share-partition now.
+// records may be acquirable now that were not: some became Available, or
+// the start offset moved (the window, bounded by
+// share.partition.max.record.locks, has room for new records). A fenced
+// epoch fences the partition: a newer leader or state epoch owns the
+// share-partition now.
 // Must be called with p.mu held.
 func (p *Partition) finishLocked(batch []*pendingWrite, code int16) (released bool) {
 	for _, pw := range batch {
@@ -203,6 +207,7 @@ func (p *Partition) finishLocked(batch []*pendingWrite, code int16) (released bo
 			p.stats.accepted.Add(pw.accepted)
 			p.stats.released.Add(pw.released)
 			p.stats.archived.Add(pw.archived)
+			p.stats.rejected.Add(pw.rejected)
 		}
 	}
 	if code == kerr.FencedStateEpoch.Code || code == kerr.FencedLeaderEpoch.Code {
@@ -211,7 +216,7 @@ func (p *Partition) finishLocked(batch []*pendingWrite, code int16) (released bo
 			p.logger.Warn("sharepartition: fenced by the share coordinator", "code", code)
 		}
 	}
-	p.w.advance()
+	moved := p.w.advance()
 	p.armTimerLocked()
-	return released
+	return released || moved
 }

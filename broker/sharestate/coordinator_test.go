@@ -60,6 +60,7 @@ func TestStateLifecycle(t *testing.T) {
 // Every UpdatesPerSnapshot (3 here) updates the next write is a snapshot.
 func TestSnapshotEveryNUpdates(t *testing.T) {
 	e := newEnv(t, nil)
+	e.initialize("g", topicA, 0, 0, -1)
 	for i := range 9 {
 		if code := e.write("g", topicA, 0, 0, 0, int64(i), sb(int64(i), int64(i), ac, 1)); code != 0 {
 			t.Fatal(code)
@@ -70,7 +71,8 @@ func TestSnapshotEveryNUpdates(t *testing.T) {
 		typ, _, _ := decodeKey(r.Key)
 		kinds = append(kinds, typ)
 	}
-	want := []int16{typeSnapshot, typeUpdate, typeUpdate, typeUpdate, typeSnapshot, typeUpdate, typeUpdate, typeUpdate, typeSnapshot}
+	// The initialization's snapshot, then the nine writes.
+	want := []int16{typeSnapshot, typeUpdate, typeUpdate, typeUpdate, typeSnapshot, typeUpdate, typeUpdate, typeUpdate, typeSnapshot, typeUpdate}
 	if !reflect.DeepEqual(kinds, want) {
 		t.Fatalf("record types %v, want %v", kinds, want)
 	}
@@ -141,6 +143,7 @@ func TestRequestErrors(t *testing.T) {
 // A failed append leaves the state as it was and answers the mapped code.
 func TestAppendFailure(t *testing.T) {
 	e := newEnv(t, nil)
+	e.initialize("g", topicA, 0, 0, -1)
 	e.write("g", topicA, 0, 0, 0, 0, sb(0, 9, av, 1))
 	for _, c := range []struct {
 		err  error
@@ -167,11 +170,18 @@ func TestDeleteState(t *testing.T) {
 	if code := e.delete("g", topicA, 0); code != 0 {
 		t.Fatal(code)
 	}
-	if rp := e.read("g", topicA, 0, 0); rp.StartOffset != -1 || rp.StateEpoch != 0 {
+	// Deleted is uninitialized: reads and writes are refused (KAFKA-19338).
+	if rp := e.read("g", topicA, 0, 0); rp.ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("after delete: %+v", rp)
 	}
+	if code := e.write("g", topicA, 0, 1, 0, 5); code != kerr.InvalidRequest.Code {
+		t.Fatalf("write after delete: %d", code)
+	}
+	if sum := e.summary("g", topicA, 0); sum.ErrorCode != 0 || sum.StartOffset != -1 {
+		t.Fatalf("summary after delete: %+v", sum)
+	}
 	e.reload()
-	if rp := e.read("g", topicA, 0, 0); rp.StartOffset != -1 {
+	if rp := e.read("g", topicA, 0, 0); rp.ErrorCode != kerr.InvalidRequest.Code {
 		t.Fatalf("delete not durable: %+v", rp)
 	}
 	// Deleted state takes any epochs again.
@@ -227,6 +237,7 @@ func TestLoading(t *testing.T) {
 // Resign cancels an append in flight; its caller gets NOT_COORDINATOR.
 func TestResignCancelsAppend(t *testing.T) {
 	e := newEnv(t, nil)
+	e.initialize("g", topicA, 0, 0, -1)
 	entered, release := e.log.Block()
 	defer release()
 	got := make(chan int16, 1)
@@ -242,11 +253,12 @@ func TestResignCancelsAppend(t *testing.T) {
 func TestPrune(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.UpdatesPerSnapshot = 1000 })
 	e.clock.Advance(time.Minute)                      // the prune timer fires at 5m, 10m, ...
-	e.write("g", topicA, 0, 0, 0, 0, sb(0, 9, av, 1)) // snapshot at 0
-	for i := range 5 {
-		e.write("g", topicA, 0, 0, 0, int64(i+1), sb(int64(i), int64(i), ac, 1)) // updates at 1..5
+	e.initialize("g", topicA, 0, 0, 0)                // snapshot at 0
+	e.write("g", topicA, 0, 0, 0, 0, sb(0, 9, av, 1)) // update at 1
+	for i := range 4 {
+		e.write("g", topicA, 0, 0, 0, int64(i+1), sb(int64(i), int64(i), ac, 1)) // updates at 2..5
 	}
-	e.write("g", topicB, 0, 0, 0, 0, sb(0, 0, ac, 1)) // snapshot of another key at 6
+	e.initialize("g", topicB, 0, 0, 0) // snapshot of another key at 6
 	if e.log.Len() != 7 {
 		t.Fatalf("%d records", e.log.Len())
 	}
@@ -256,7 +268,7 @@ func TestPrune(t *testing.T) {
 	if e.log.LogStart() != 0 {
 		t.Fatalf("pruned to %d too early", e.log.LogStart())
 	}
-	want := []StateBatch{sb(5, 9, av, 1)}
+	want := []StateBatch{sb(4, 9, av, 1)}
 	// At 10m both keys are cold: they are snapshotted again at 7 and 8 and
 	// everything before 7 goes.
 	e.clock.Advance(5 * time.Minute)
@@ -264,7 +276,7 @@ func TestPrune(t *testing.T) {
 		t.Fatalf("log start %d, %d records", e.log.LogStart(), e.log.Len())
 	}
 	e.reload()
-	if rp := e.read("g", topicA, 0, 0); rp.StartOffset != 5 || !reflect.DeepEqual(batchesOf(rp), want) {
+	if rp := e.read("g", topicA, 0, 0); rp.StartOffset != 4 || !reflect.DeepEqual(batchesOf(rp), want) {
 		t.Fatalf("after prune and reload: %+v", rp)
 	}
 	// A quiet partition is not rewritten again.
@@ -278,6 +290,9 @@ func TestPrune(t *testing.T) {
 // final state equals a replay.
 func TestConcurrentWrites(t *testing.T) {
 	e := newEnv(t, func(o *Options) { o.NumPartitions = 1 })
+	for g := range 4 {
+		e.initialize(fmt.Sprintf("g%d", g), topicA, 0, 0, -1)
+	}
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Add(1)

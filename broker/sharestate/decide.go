@@ -64,11 +64,18 @@ func decideInitialize(cur *keyState, k Key, stateEpoch int32, startOffset int64,
 	return decision{record: &stateRecord{key: k, kind: kindSnapshot, value: s}}
 }
 
-// decideWrite is WriteShareGroupState. Older leader or state epochs than the
-// recorded ones are fenced (-1 is not checked). The record is a snapshot
-// for a new key or after perSnapshot updates, else an update holding only
-// the request's batches (Kafka's generateShareStateRecord).
+// decideWrite is WriteShareGroupState. A key without state (never
+// initialized, or deleted) is INVALID_REQUEST, as Kafka 4.1+
+// (KAFKA-19338): a share-partition leader that wrote first would have its
+// acknowledgements wiped by the group coordinator's initialization.
+// Older leader or state epochs than the recorded ones are fenced (-1 is
+// not checked). The record is a snapshot after perSnapshot updates, else
+// an update holding only the request's batches (Kafka's
+// generateShareStateRecord).
 func decideWrite(cur *keyState, k Key, w writeData, nowMs int64, perSnapshot int) decision {
+	if cur == nil {
+		return fail(codeInvalidRequest, "Write operation on uninitialized share partition not allowed.")
+	}
 	if w.leaderEpoch != noEpoch && cur != nil && cur.leaderEpoch > w.leaderEpoch {
 		return fail(codeFencedLeaderEpoch, "Request leader epoch smaller than last recorded.")
 	}
@@ -78,15 +85,9 @@ func decideWrite(cur *keyState, k Key, w writeData, nowMs int64, perSnapshot int
 	return decision{record: stateRecordFor(cur, k, w, nowMs, perSnapshot)}
 }
 
+// stateRecordFor is the record of a write to a key with state.
 func stateRecordFor(cur *keyState, k Key, w writeData, nowMs int64, perSnapshot int) *stateRecord {
 	switch {
-	case cur == nil:
-		s := State{
-			StateEpoch: w.stateEpoch, LeaderEpoch: w.leaderEpoch, StartOffset: w.startOffset,
-			DeliveryCompleteCount: w.deliveryCompleteCount, CreateTimestamp: nowMs, WriteTimestamp: nowMs,
-			Batches: combineBatches(nil, w.batches, w.startOffset),
-		}
-		return &stateRecord{key: k, kind: kindSnapshot, value: s}
 	case cur.updates >= perSnapshot:
 		s := cur.state
 		s.SnapshotEpoch++
@@ -114,16 +115,17 @@ func orCurrent(v, cur int32) int32 {
 	return v
 }
 
-// decideRead is ReadShareGroupState: the state (start offset -1 and state
-// epoch 0 for a key without one), FENCED_LEADER_EPOCH for a leader epoch
-// older than the recorded one, and a record of the newer leader epoch when
-// the reader is a new leader (Kafka's readStateAndMaybeUpdateLeaderEpoch).
+// decideRead is ReadShareGroupState: the state, INVALID_REQUEST for a key
+// without one (never initialized by the group coordinator, or deleted:
+// Kafka 4.1+, KAFKA-19338), FENCED_LEADER_EPOCH for a leader epoch older
+// than the recorded one, and a record of the newer leader epoch when the
+// reader is a new leader (Kafka's readStateAndMaybeUpdateLeaderEpoch).
 func decideRead(cur *keyState, k Key, leaderEpoch int32, nowMs int64, perSnapshot int) decision {
-	if cur != nil && cur.leaderEpoch > leaderEpoch {
-		return fail(codeFencedLeaderEpoch, "Request leader epoch is smaller than last recorded.")
-	}
 	if cur == nil {
-		return decision{state: &State{StartOffset: uninitializedStartOffset, StateEpoch: defaultStateEpoch, DeliveryCompleteCount: unknownDeliveryComplete}}
+		return fail(codeInvalidRequest, "Read operation on uninitialized share partition not allowed.")
+	}
+	if cur.leaderEpoch > leaderEpoch {
+		return fail(codeFencedLeaderEpoch, "Request leader epoch is smaller than last recorded.")
 	}
 	s := cur.state
 	s.Batches = slices.Clone(cur.state.Batches)

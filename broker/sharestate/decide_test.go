@@ -80,8 +80,9 @@ func TestDecideWrite(t *testing.T) {
 		kind recordKind
 		want State
 	}{
-		{"new key: snapshot of the request", nil, w(2, 5, 10, sb(12, 13, ac, 1), sb(5, 9, ac, 1)), 0, kindSnapshot,
-			State{StateEpoch: 2, LeaderEpoch: 5, StartOffset: 10, DeliveryCompleteCount: -1, CreateTimestamp: 7, WriteTimestamp: 7, Batches: []StateBatch{sb(12, 13, ac, 1)}}},
+		// Kafka 4.1+ (KAFKA-19338): a key the group coordinator never
+		// initialized is not written.
+		{"uninitialized key", nil, w(2, 5, 10, sb(12, 13, ac, 1)), codeInvalidRequest, 0, State{}},
 		{"update holds only the request batches", cur, w(2, 5, 12, sb(12, 13, ac, 1)), 0, kindUpdate,
 			State{SnapshotEpoch: 3, LeaderEpoch: 5, StartOffset: 12, DeliveryCompleteCount: -1, Batches: []StateBatch{sb(12, 13, ac, 1)}}},
 		{"after N updates a merged snapshot", full, w(2, 6, 12, sb(12, 13, ac, 1)), 0, kindSnapshot,
@@ -118,7 +119,7 @@ func TestDecideRead(t *testing.T) {
 		start       int64
 		writes      bool
 	}{
-		{"no state", nil, 3, 0, -1, false},
+		{"no state (uninitialized, KAFKA-19338)", nil, 3, codeInvalidRequest, 0, false},
 		{"same leader", cur, 5, 0, 10, false},
 		{"new leader records its epoch", cur, 6, 0, 10, true},
 		{"older leader is fenced", cur, 4, codeFencedLeaderEpoch, 0, false},

@@ -43,13 +43,20 @@
 //	Initialize  group, partition >= 0, topic/partition exist;    ShareSnapshot: snapshot epoch +1 (0 when new),
 //	            recorded state epoch > request: FENCED_STATE_EPOCH  the state epoch and start offset, no batches,
 //	                                                             delivery complete count 0 (-1 if start is -1)
-//	Write       leader epoch != -1 and recorded > request:       ShareSnapshot for a new key or after
-//	            FENCED_LEADER_EPOCH; state epoch likewise:        UpdatesPerSnapshot updates (merged state),
-//	            FENCED_STATE_EPOCH                                else ShareUpdate with the request's batches
-//	Read        recorded leader epoch > request:                 a record of the new leader epoch when the
-//	            FENCED_LEADER_EPOCH; no state: start offset -1    reader's epoch is newer and the key exists
+//	Write       no state: INVALID_REQUEST (KAFKA-19338);          ShareSnapshot after UpdatesPerSnapshot
+//	            leader epoch != -1 and recorded > request:       updates (merged state), else ShareUpdate
+//	            FENCED_LEADER_EPOCH; state epoch likewise:        with the request's batches
+//	            FENCED_STATE_EPOCH
+//	Read        no state: INVALID_REQUEST (KAFKA-19338);          a record of the new leader epoch when the
+//	            recorded leader epoch > request:                 reader's epoch is newer
+//	            FENCED_LEADER_EPOCH
 //	Delete      -                                                ShareSnapshot tombstone (none without state)
 //	Summary     -                                                -
+//
+// A key has state only once the group coordinator initialized it (Kafka
+// 4.1+): a share-partition leader may neither read nor write before, so
+// that an initialization (a fresh start) never wipes acknowledgements
+// written ahead of it.
 //
 // Batches merge as Kafka's PersisterStateBatchCombiner: offsets below the
 // start offset drop, an overlap keeps the batch with the higher delivery
@@ -89,27 +96,22 @@
 // its keys' last snapshots; idle keys are snapshotted again first (cold
 // snapshots) so that they do not hold the log (prune.go).
 //
-// # Wiring into the broker (the next step)
+// # Wiring into the broker
 //
-//   - One Coordinator per broker (NewCoordinator with PartitionExists from
-//     the metadata image); applyImage calls BecomeLeader/Resign for the
-//     __share_group_state partitions it leads or stops leading, exactly as
-//     groups.go does for __consumer_offsets. The StateLog adapter appends
-//     with acks=all through the partition's replication path and returns
-//     the batch's base offset; DeleteRecordsBefore is the DeleteRecords
-//     path. Records come from storage.Log reads of the whole partition.
-//   - The topic is created from Options.StateTopic(live brokers) on first
-//     use (FindCoordinator key type 2 "share", or the first state request).
+//   - broker/shares.go: one Coordinator per broker; applyImage calls
+//     BecomeLeader/Resign for the __share_group_state partitions it leads
+//     or stops leading. The StateLog adapter appends with acks=all through
+//     the partition's replication path; DeleteRecordsBefore is the
+//     DeleteRecords path.
+//   - The topic is created from Options.StateTopic on first use
+//     (FindCoordinator key type 2, or the first state request).
 //   - FindCoordinator v6 with KeyType 2: the key is "group:topicId:partition"
 //     and the answer is the leader of PartitionFor.
-//   - api_83 .. api_87: one file each, calling the handlers of this
-//     package; a request for keys this broker does not lead gets
-//     NOT_COORDINATOR per partition (the sender looks the coordinator up
-//     again). ApiVersions advertises 83 v0, 84 v0, 85 v0-1, 86 v0, 87 v0-1.
-//   - The persister the share-partition leaders and the group coordinator
-//     use (broker/sharepartition.StateStore, broker/share.StateStore)
-//     groups keys by coordinator (FindCoordinator), calls this package
-//     directly for local keys and sends requests 83-87 to other brokers,
-//     retrying NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
+//   - api_83 .. api_87 call the handlers of this package; keys this broker
+//     does not lead get NOT_COORDINATOR per partition.
+//   - The persister (broker/share_persister.go) used by the share-partition
+//     leaders and the group coordinator calls this package directly for
+//     local keys and sends requests 83-87 to the other brokers, retrying
+//     NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
 //     COORDINATOR_LOAD_IN_PROGRESS after a new lookup.
 package sharestate

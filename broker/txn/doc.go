@@ -48,7 +48,7 @@
 //
 // kbroker writes Kafka's formats (kmsg's TxnMetadataKey/TxnMetadataValue),
 // so Kafka's tools read the topic and compaction keeps the right records.
-// Big endian; the value's version is v1 unless Options.LegacyValueFormat.
+// Big endian; the value's version is v1 unless Options.TransactionVersion gives 0.
 //
 //	key (TransactionLogKey v0; other key versions are other record types, skipped):
 //	  | int16 version=0 | int16 len | transactional_id |

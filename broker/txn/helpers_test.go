@@ -4,13 +4,14 @@ import (
 	"context"
 	"iter"
 	"slices"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
 var ctxBG = context.Background()
@@ -151,72 +152,13 @@ func (c *counterIDs) AllocateProducerID(context.Context) (int64, error) {
 	return 1000 + c.next.Add(1) - 1, nil
 }
 
-// manualClock is a test clock: timers run, in deadline order and on the
-// caller's goroutine, when the test advances the time.
-type manualClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	pending []*manualTimer
-	nextID  int
-}
-
-type manualTimer struct {
-	id int
-	at time.Time
-	f  func()
-}
+// manualClock is the shared manual clock (testsupport.Clock): timers run,
+// in deadline order and on the caller's goroutine, when the test advances
+// the time.
+type manualClock = testsupport.Clock
 
 func newManualClock() *manualClock {
-	return &manualClock{now: time.UnixMilli(1_700_000_000_000)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.nextID++
-	t := &manualTimer{id: c.nextID, at: c.now.Add(d), f: f}
-	c.pending = append(c.pending, t)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		i := slices.Index(c.pending, t)
-		if i < 0 {
-			return false
-		}
-		c.pending = slices.Delete(c.pending, i, i+1)
-		return true
-	}
-}
-
-// due removes and returns the earliest timer due by until, if any.
-func (c *manualClock) due(until time.Time) *manualTimer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sort.SliceStable(c.pending, func(i, j int) bool { return c.pending[i].at.Before(c.pending[j].at) })
-	if len(c.pending) == 0 || c.pending[0].at.After(until) {
-		c.now = until
-		return nil
-	}
-	t := c.pending[0]
-	c.pending = c.pending[1:]
-	if t.at.After(c.now) {
-		c.now = t.at
-	}
-	return t
-}
-
-// Advance moves the time by d, running every timer due on the way.
-func (c *manualClock) Advance(d time.Duration) {
-	until := c.Now().Add(d)
-	for t := c.due(until); t != nil; t = c.due(until) {
-		t.f()
-	}
+	return testsupport.NewClock(time.UnixMilli(1_700_000_000_000))
 }
 
 // waitFor polls cond until it holds or 10s pass, advancing the clock by

@@ -20,7 +20,7 @@ func (a *app) demoCmd() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "demo [scenario...]",
-		Short: "Show what acks, min.insync.replicas and unclean election promise, on a throw-away local cluster",
+		Short: "Show what acks, min.insync.replicas, unclean election and share groups promise, on a throw-away local cluster",
 		Long: "Start a local 3-broker cluster (child processes, free loopback ports, a temporary\n" +
 			"directory, timeouts of seconds), stall and crash brokers, and narrate what happens\n" +
 			"to acknowledged records: leader, ISR, high watermark, each replica's log end offset,\n" +
@@ -30,7 +30,8 @@ func (a *app) demoCmd() *cobra.Command {
 			"  acks1      acks=1: both followers stall, the leader acknowledges alone and crashes: records lost\n" +
 			"  acksall    acks=all, min.insync.replicas=2, the same crash: nothing acknowledged lost, in-flight records retried\n" +
 			"  mininsync  min.insync.replicas=2: with only the leader in sync, writes are refused (NOT_ENOUGH_REPLICAS)\n" +
-			"  unclean    a stale replica is elected uncleanly: exactly the records written after it fell out are lost",
+			"  unclean    a stale replica is elected uncleanly: exactly the records written after it fell out are lost\n" +
+			"  queue      a share group: three consumers on one partition, one killed mid-batch: its records go to the others, none lost or accepted twice",
 		Args: func(_ *cobra.Command, args []string) error {
 			for _, name := range args {
 				if !slices.Contains(demo.Names(), name) {
@@ -147,6 +148,8 @@ func demoNote(o demo.Outcome) string {
 		return "writes refused with " + strings.Join(o.Refusals, ", ") + " while only the leader was in sync"
 	case "unclean":
 		return fmt.Sprintf("lost: the %d records written after the stale replica left the ISR", len(o.WrittenAfterStale))
+	case "queue":
+		return fmt.Sprintf("%d records of the killed consumer redelivered to the others, %d accepted twice", o.Redelivered, o.Duplicates)
 	}
 	return ""
 }

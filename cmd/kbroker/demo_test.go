@@ -68,6 +68,11 @@ func TestDemoScenarios(t *testing.T) {
 					o.LostValues, o.WrittenAfterStale)
 			}
 		}, []string{"no leader (offline)", "unclean election: stale broker", "LOST: 20 acknowledged records"}},
+		{"queue", func(t *testing.T, o demo.Outcome) {
+			if o.Acked != 60 || o.Lost != 0 || o.Duplicates != 0 || o.Redelivered == 0 {
+				t.Errorf("queue: want 60 jobs accepted once, none lost, the killed consumer's redelivered: %+v", o)
+			}
+		}, []string{"each is assigned partition 0", "is KILLED mid-batch", "(delivery 2), accepted by", "start offset is 60, lag 0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -156,7 +161,7 @@ func (w *narrationWriter) Write(p []byte) (int, error) {
 
 func TestDemoUsage(t *testing.T) {
 	res := runCmd(t, nil, nil, "demo", "acks2")
-	if res.code != exitUsage || !strings.Contains(res.stderr, `unknown scenario "acks2": one of acks1, acksall, mininsync, unclean`) {
+	if res.code != exitUsage || !strings.Contains(res.stderr, `unknown scenario "acks2": one of acks1, acksall, mininsync, unclean, queue`) {
 		t.Errorf("unknown scenario: exit %d, stderr %q", res.code, res.stderr)
 	}
 	res = runCmd(t, nil, nil, "demo", "--help")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kbroker/kbroker/internal/atomicfile"
 	"github.com/kbroker/kbroker/security/devca"
 )
 
@@ -130,12 +131,7 @@ func issue(ca *devca.CA, leaf devca.Leaf, now time.Time, o devCertsOptions, clie
 // reads half of it), keys readable by the owner only.
 func writeFiles(dir string, files map[string][]byte) error {
 	for name, data := range files {
-		path := filepath.Join(dir, name)
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, data, 0o600); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, path); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
 			return err
 		}
 	}

@@ -27,7 +27,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kbroker/kbroker/broker"
 	"github.com/kbroker/kbroker/cli"
 	"github.com/kbroker/kbroker/config"
 )
@@ -40,7 +39,8 @@ const (
 )
 
 func main() {
-	a := &app{stdout: os.Stdout, stderr: os.Stderr, environ: os.Environ(), run: broker.Run}
+	environ := os.Environ()
+	a := &app{stdout: os.Stdout, stderr: os.Stderr, environ: environ, run: runBroker(environ)}
 	os.Exit(a.execute(context.Background(), os.Args[1:]))
 }
 

@@ -14,9 +14,12 @@
 //     or the active controller, SIGSTOP a broker for less or more than the
 //     session and lag timeouts, cut a leader off, split the nodes into a
 //     minority and a majority, slow a follower's link, restart every broker
-//     at once or one at a time, and make a stale replica the only survivor
-//     (unclean election). Schedule draws kinds, holds, gaps and targets from
-//     a seed that every run prints.
+//     at once or one at a time, make a stale replica the only survivor
+//     (unclean election), and cut the power of one broker (back in every
+//     ISR before the next cut) or of every broker at once: kill -9, then
+//     each log dir keeps only what the broker had synced, per the fsync
+//     bookkeeping journal it wrote (internal/powercut). Schedule draws
+//     kinds, holds, gaps and targets from a seed that every run prints.
 //   - a workload of idempotent acks=all franz-go producers (or acks=1) writes
 //     unique values "p<N>-<seq>" to every partition while consumers read;
 //     after healing, a final read of every partition. Every step is an Event

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/child"
+	"github.com/kbroker/kbroker/internal/powercut"
 	"github.com/kbroker/kbroker/internal/testsupport"
 )
 
@@ -34,6 +35,10 @@ type node struct {
 	logPath    string // where the process's output goes, across restarts
 	netns      string // the network namespace, "" on loopback
 	args       []string
+	// journal, when set, is where the broker journals its fsync
+	// bookkeeping, so that powerCut can turn a kill into a power loss
+	// (internal/powercut).
+	journal string
 
 	child.Process
 }
@@ -54,6 +59,9 @@ type clusterOpts struct {
 	// dataDir, when set and not "", is a node's log dir (default: a
 	// temporary folder).
 	dataDir func(id int32) string
+	// powercut has the brokers journal their fsync bookkeeping
+	// (node.powerCut).
+	powercut bool
 }
 
 // cluster is a set of kbroker processes.
@@ -145,6 +153,9 @@ func startCluster(t testing.TB, opts clusterOpts) *cluster {
 		if c.lab != nil {
 			n.netns = c.lab.hosts[id].ns
 		}
+		if opts.powercut && id != controllerNodeID {
+			n.journal = filepath.Join(base, fmt.Sprintf("node-%d.journal", id))
+		}
 		n.args = []string{"serve", fmt.Sprintf("--node.id=%d", id), "--log.dirs=" + n.dataDir,
 			"--controller.listener.names=CONTROLLER", "--controller.quorum.voters=" + strings.Join(voters, ",")}
 		if id == controllerNodeID {
@@ -190,6 +201,9 @@ func (n *node) start() error {
 		cmd = exec.Command(kbrokerBin, n.args...)
 	}
 	cmd.Env = child.Env(os.Environ()) // the test's settings are not broker config
+	if n.journal != "" {
+		cmd.Env = append(cmd.Env, "KBTEST_POWERCUT_JOURNAL="+n.journal)
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := n.Start(cmd, func() { out.Close() }); err != nil {
@@ -205,6 +219,22 @@ func (n *node) start() error {
 func (n *node) kill9() {
 	n.Signal(syscall.SIGKILL)
 	n.WaitExit(10 * time.Second)
+}
+
+// losePageCache turns the death of the (killed) process into a power
+// loss: its log dirs keep only what it had synced, per its journal.
+func (n *node) losePageCache() (string, error) {
+	if n.journal == "" {
+		return "", fmt.Errorf("%v: no power-loss journal", n)
+	}
+	if n.Running() {
+		return "", fmt.Errorf("%v: power cut of a running process", n)
+	}
+	plan, err := powercut.Apply(n.journal)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d files cut, %d unsynced names dropped", len(plan.Files), len(plan.Delete)), nil
 }
 
 // stop shuts the node down cleanly (SIGTERM), or kills it after 20 s.

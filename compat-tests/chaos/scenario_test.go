@@ -26,8 +26,14 @@ type scenario struct {
 	netns   bool
 	acks1   bool
 	unclean bool
-	minISR  int // default 2
-	policy  Policy
+	// share adds a share group reading the topic (issue 16), checked by
+	// CheckShare.
+	share  bool
+	minISR int // default 2
+	// powercut: the brokers journal their syncs for the power-loss
+	// nemeses; durable: the topic has flush.messages=1 (durable acks).
+	powercut, durable bool
+	policy            Policy
 	// txn runs the transactional workload (txn_workload_test.go) and
 	// CheckTxn instead of the idempotent producers and Check.
 	txn bool
@@ -50,12 +56,25 @@ var fullScenarios = []scenario{
 	{name: "all-restart", nemeses: []string{"restart-all"}},
 	{name: "slow-follower", nemeses: []string{"slow-follower"}, netns: true},
 	{name: "controller-kill", nemeses: []string{"kill-controller"}},
+	// A share group under broker kills and pauses: every produced record
+	// accepted, none twice, redelivered only if not acknowledged before a
+	// fault.
+	{name: "share-group", nemeses: []string{"kill-leader", "kill-random", "pause-short"}, share: true},
 	{name: "mixed", nemeses: []string{"kill-random", "pause-short", "pause-long", "kill-controller"}, separateController: true},
 	{name: "stale-election-clean", nemeses: []string{"stale-election"}, separateController: true},
+	// Power losses (issue 19): one broker at a time, each back in every ISR
+	// before the next (KIP-966 keeps a replica that lost its unflushed
+	// tail from leading); every broker at once with durable acks.
+	{name: "power-loss", nemeses: []string{"power-loss"}, powercut: true},
+	{name: "power-loss-all-durable", nemeses: []string{"power-loss-all"}, powercut: true, durable: true},
 	// Configurations outside Kafka's promise: losses are figures, not failures.
 	{name: "acks1-lagging-leader-kill", nemeses: []string{"lagging-leader-kill"}, acks1: true, minISR: 1,
 		policy: Policy{AllowLoss: true, AllowDup: true, AllowReorder: true}},
 	{name: "stale-election-unclean", nemeses: []string{"stale-election"}, separateController: true, unclean: true, minISR: 1,
+		policy: Policy{AllowLoss: true, AllowVanish: true, AllowDup: true, AllowReorder: true}},
+	// Kafka's default flush policy: every broker losing power at once
+	// loses what was only in page caches.
+	{name: "power-loss-all-default", nemeses: []string{"power-loss-all"}, powercut: true,
 		policy: Policy{AllowLoss: true, AllowVanish: true, AllowDup: true, AllowReorder: true}},
 }
 
@@ -68,13 +87,15 @@ func TestScenarios(t *testing.T) {
 }
 
 // TestTxnScenarios runs the transactional workload under the nemeses of
-// every scenario inside Kafka's promise (make chaos): no aborted record read
+// every scenario inside Kafka's promise (make chaos), the power losses of
+// one broker and of all with durable acks included: no aborted record read
 // committed, no committed record lost or duplicated, transactions all or
-// nothing, watermarks never back (issue 14).
+// nothing, watermarks never back (issue 14). The share group scenario is
+// the idempotent workload's.
 func TestTxnScenarios(t *testing.T) {
 	needMode(t, "full")
 	for _, sc := range fullScenarios {
-		if sc.acks1 || sc.unclean {
+		if sc.acks1 || sc.unclean || sc.share || sc.policy.AllowLoss {
 			continue
 		}
 		sc.name, sc.txn = "txn-"+sc.name, true
@@ -107,15 +128,23 @@ func runScenario(t *testing.T, sc scenario) {
 
 	netns := sc.netns || (mode() == "full" && os.Geteuid() == 0)
 	var flags []string
-	if sc.txn {
-		flags = []string{"--transaction.abort.timed.out.transaction.cleanup.interval.ms=1000"}
+	if sc.share {
+		flags = shareChaosFlags
 	}
-	c := startCluster(t, clusterOpts{brokers: sc.brokers, separateController: sc.separateController, netns: netns, runDir: dir, flags: flags})
+	if sc.txn {
+		flags = append(flags, "--transaction.abort.timed.out.transaction.cleanup.interval.ms=1000")
+	}
+	c := startCluster(t, clusterOpts{brokers: sc.brokers, separateController: sc.separateController, netns: netns, runDir: dir, flags: flags,
+		powercut: sc.powercut})
 	topic := "chaos"
-	must(t, c.createTopic(topic, chaosPartitions, chaosRF, map[string]string{
+	configs := map[string]string{
 		"min.insync.replicas":            strconv.Itoa(sc.minISR),
 		"unclean.leader.election.enable": strconv.FormatBool(sc.unclean),
-	}), "creating the topic")
+	}
+	if sc.durable {
+		configs["flush.messages"] = "1"
+	}
+	must(t, c.createTopic(topic, chaosPartitions, chaosRF, configs), "creating the topic")
 	must(t, c.waitHealthy(topic, chaosPartitions, chaosRF, 60*time.Second), "cluster ready")
 
 	h := NewHistory()
@@ -126,6 +155,12 @@ func runScenario(t *testing.T, sc scenario) {
 		interval: 50 * time.Millisecond, abortEvery: 4, txnTimeout: 10 * time.Second, idPrefix: fmt.Sprintf("chaos-%d", s)}
 	stopWorkload, err := startWorkload(sc, w, tw, c.seeds(), h)
 	must(t, err, "starting the workload")
+	var sr *shareRunning
+	if sc.share {
+		sw := shareWorkload{topic: topic, partitions: chaosPartitions, group: "chaos-share", members: 3, releaseEvery: 20, hold: 100 * time.Millisecond}
+		sr, err = sw.start(c.seeds(), h)
+		must(t, err, "starting the share workload")
+	}
 
 	time.Sleep(2 * time.Second)
 	steps := Schedule(s, kinds(sc.nemeses...), dur, 2*time.Second, 5*time.Second)
@@ -151,6 +186,11 @@ func runScenario(t *testing.T, sc scenario) {
 	} else {
 		finalErr = finalRead(c.seeds(), topic, chaosPartitions, h, 60*time.Second)
 	}
+	if sr != nil {
+		if err := drainShare(sr, c.seeds(), topic, h); err != nil {
+			problems = append(problems, "share group: "+err.Error())
+		}
+	}
 	if finalErr == nil && len(problems) == 0 {
 		if err := c.checkConverged(topic, chaosPartitions, 60*time.Second); err != nil {
 			problems = append(problems, err.Error())
@@ -165,6 +205,11 @@ func runScenario(t *testing.T, sc scenario) {
 	t.Logf("history: %s", histPath)
 	summary, failures := checkHistory(sc, events)
 	line := fmt.Sprintf("chaos %s seed=%d: %s", sc.name, s, summary)
+	if sr != nil {
+		sres := CheckShare(events)
+		line += "; " + sres.Summary()
+		failures = append(failures, sres.Failures...)
+	}
 	if finalErr != nil {
 		line = fmt.Sprintf("chaos %s seed=%d: no figures: %v", sc.name, s, finalErr)
 		failures = nil
@@ -283,4 +328,21 @@ func wholeBatches(b []byte) []byte {
 		n += size
 	}
 	return b[:n]
+}
+
+// drainShare lets the share group accept everything the producers were
+// told was written, after the faults, and records where it settled.
+func drainShare(sr *shareRunning, seeds []string, topic string, h *History) error {
+	ends, err := settledEnds(seeds, topic, 30*time.Second)
+	if err != nil {
+		sr.stopAll()
+		return err
+	}
+	var want []string
+	for _, e := range h.Events() {
+		if e.Type == Ok {
+			want = append(want, e.Value)
+		}
+	}
+	return sr.drain(seeds, want, ends, 90*time.Second)
 }

@@ -33,8 +33,10 @@
     return (i === 0 ? Math.round(n) : n.toFixed(1)) + " " + units[i];
   }
 
-  // chart draws series [{values:[...], color}] over times t (unix ms).
+  // chart draws series [{values:[...], color}] over times t (unix ms);
+  // data-points says how many samples it drew (the browser test waits on it).
   function chart(canvas, t, series, fmt) {
+    canvas.dataset.points = t.length;
     var dpr = window.devicePixelRatio || 1;
     var w = canvas.clientWidth || 900, h = canvas.clientHeight || 220;
     canvas.width = w * dpr; canvas.height = h * dpr;

@@ -9,12 +9,29 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/quota"
 )
 
 // proposer commits one encoded entry to the metadata log and returns its
 // index once it is applied locally (or why it was not).
 type proposer interface {
 	propose(ctx context.Context, data []byte) (uint64, error)
+}
+
+// publisher is a proposer that can make the followers learn its latest
+// commit at once rather than with the next append.
+type publisher interface {
+	publish()
+}
+
+// publishCommits makes the nodes learn the commits so far now: for the
+// changes clients act on at once through any broker (a topic created or
+// deleted), which a broker must know before the client asks it.
+func (c *controller) publishCommits() {
+	if p, ok := c.prop.(publisher); ok {
+		p.publish()
+	}
 }
 
 // quorum is the Raft membership the controller manages.
@@ -36,6 +53,10 @@ type controller struct {
 	fsm    *fsm
 	prop   proposer
 	quorum quorum // nil in tests
+
+	// mutations measures callers' controller_mutation_rate (mutation.go);
+	// the Node's, nil in tests without quotas.
+	mutations *quota.Manager
 
 	mu       sync.Mutex // held across decide + commit; guards the fields below
 	sessions map[int32]*session
@@ -74,10 +95,13 @@ func (c *controller) activate(ctx context.Context) error {
 		// the same entry as the cluster id: the first admin exists as soon
 		// as the cluster does.
 		recs := append([]record{&initClusterRecord{ClusterID: id}}, c.opts.bootstrapRecords()...)
+		recs = append(recs, bootstrapFeatures(c.fsm.image())...)
 		_, err := c.commit(ctx, recs...)
 		return err
 	}
-	_, err := c.commit(ctx, &activationRecord{NodeID: c.opts.NodeID})
+	// A cluster created before a feature existed finalizes it now.
+	recs := append([]record{&activationRecord{NodeID: c.opts.NodeID}}, bootstrapFeatures(c.fsm.image())...)
+	_, err := c.commit(ctx, recs...)
 	return err
 }
 
@@ -86,6 +110,7 @@ func (c *controller) commit(ctx context.Context, recs ...record) (uint64, error)
 	if len(recs) == 0 {
 		return 0, nil
 	}
+	logELRChanges(c.log, c.fsm.image(), recs)
 	data, err := encodeEntry(recs...)
 	if err != nil {
 		return 0, fmt.Errorf("controller: encoding entry: %w", err)
@@ -128,6 +153,10 @@ func (c *controller) handle(ctx context.Context, req kmsg.Request) (kmsg.Respons
 		return c.deleteAcls(ctx, r)
 	case *kmsg.AlterUserSCRAMCredentialsRequest:
 		return c.alterUserScramCredentials(ctx, r)
+	case *kmsg.UpdateFeaturesRequest:
+		return c.updateFeatures(ctx, r)
+	case *kmsg.AlterClientQuotasRequest:
+		return c.alterClientQuotas(ctx, r)
 	}
 	return nil, fmt.Errorf("controller: api key %d is not a controller api", req.Key())
 }
@@ -172,7 +201,7 @@ func (c *controller) fenceExpired(ctx context.Context) {
 		img := c.fsm.image()
 		b := img.Brokers[id]
 		c.log.Info("fencing broker: session expired", "broker", id, "epoch", b.Epoch, "timeout", c.opts.BrokerSessionTimeout)
-		recs := append([]record{&fenceBrokerRecord{ID: id, Epoch: b.Epoch}}, removeBrokerChanges(img, id, c.uncleanDefault())...)
+		recs := append([]record{&fenceBrokerRecord{ID: id, Epoch: b.Epoch}}, removeBrokerChanges(img, id, c.policy())...)
 		if _, err := c.commit(ctx, recs...); err != nil {
 			c.log.Warn("fencing broker failed", "broker", id, "err", err)
 			return
@@ -219,7 +248,7 @@ func (c *controller) hasValidSessionLocked(b *BrokerInfo, now time.Time) bool {
 func (c *controller) electOffline(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recs := offlineChanges(c.fsm.image(), -1, c.uncleanDefault())
+	recs := offlineChanges(c.fsm.image(), -1, c.policy())
 	if len(recs) == 0 {
 		return
 	}
@@ -233,7 +262,7 @@ func (c *controller) electOffline(ctx context.Context) {
 func (c *controller) rebalance(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	recs := preferredChanges(c.fsm.image())
+	recs := preferredChanges(c.fsm.image(), c.policy())
 	if len(recs) == 0 {
 		return
 	}

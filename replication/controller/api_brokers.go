@@ -84,7 +84,7 @@ func nextBrokerState(cur brokerState, in heartbeatInput) brokerState {
 }
 
 // transitionRecords returns the records that move broker b from cur to next.
-func transitionRecords(img *Image, b *BrokerInfo, cur, next brokerState, uncleanDefault bool) []record {
+func transitionRecords(img *Image, b *BrokerInfo, cur, next brokerState, pol policy) []record {
 	if cur == next {
 		return nil
 	}
@@ -93,11 +93,11 @@ func transitionRecords(img *Image, b *BrokerInfo, cur, next brokerState, unclean
 		if b.Fenced {
 			return nil
 		}
-		return append([]record{&fenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}, removeBrokerChanges(img, b.ID, uncleanDefault)...)
+		return append([]record{&fenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}, removeBrokerChanges(img, b.ID, pol)...)
 	case stateUnfenced:
-		return append([]record{&unfenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}, offlineChanges(img, b.ID, uncleanDefault)...)
+		return append([]record{&unfenceBrokerRecord{ID: b.ID, Epoch: b.Epoch}}, offlineChanges(img, b.ID, pol)...)
 	case stateControlledShutdown:
-		return append([]record{&controlledShutdownRecord{ID: b.ID, Epoch: b.Epoch}}, removeBrokerChanges(img, b.ID, uncleanDefault)...)
+		return append([]record{&controlledShutdownRecord{ID: b.ID, Epoch: b.Epoch}}, removeBrokerChanges(img, b.ID, pol)...)
 	}
 	return nil
 }
@@ -138,7 +138,7 @@ func (c *controller) brokerHeartbeat(ctx context.Context, req *kmsg.BrokerHeartb
 		shutdownOffset:     s.shutdownOffset,
 		lowestActiveOffset: c.lowestActiveOffsetLocked(img),
 	})
-	if recs := transitionRecords(img, b, cur, next, c.uncleanDefault()); len(recs) > 0 {
+	if recs := transitionRecords(img, b, cur, next, c.policy()); len(recs) > 0 {
 		c.log.Info("broker state change", "broker", b.ID, "epoch", b.Epoch, "from", cur, "to", next, "records", len(recs))
 		idx, err := c.commit(ctx, recs...)
 		if err != nil {
@@ -201,12 +201,7 @@ func (c *controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistr
 	for _, l := range req.Listeners {
 		rec.Listeners = append(rec.Listeners, Endpoint{Name: l.Name, Host: l.Host, Port: int32(l.Port), SecurityProtocol: l.SecurityProtocol})
 	}
-	var recs []record
-	if existing != nil {
-		// The previous incarnation may have lost unflushed data: it leaves
-		// the ISRs and its leaderships move, as on fencing.
-		recs = removeBrokerChanges(img, req.BrokerID, c.uncleanDefault())
-	}
+	recs := c.reregistrationChanges(img, existing, req)
 	idx, err := c.commit(ctx, append(recs, rec)...)
 	if err != nil {
 		return nil, 0, err
@@ -214,6 +209,34 @@ func (c *controller) registerLocked(ctx context.Context, req *kmsg.BrokerRegistr
 	c.sessions[req.BrokerID] = &session{epoch: int64(idx), lastContact: now, heard: true, metadataOffset: -1, shutdownOffset: -1}
 	c.log.Info("broker registered", "broker", req.BrokerID, "epoch", idx, "listeners", rec.Listeners)
 	return c.fsm.image().Brokers[req.BrokerID], 0, nil
+}
+
+// reregistrationChanges are the partition changes a new incarnation of a
+// registered broker brings. With eligible leader replicas (KIP-966) the
+// broker says which epoch it last shut down cleanly at (its clean-shutdown
+// marker): the epoch of the registration it replaces means its logs were
+// flushed and closed, and it keeps its place in the ELRs; any other value
+// (-1: no marker) is an unclean shutdown, after which it may miss what it
+// had not flushed, so it leaves every ISR and ELR (Kafka's
+// ClusterControlManager.registerBroker and handleBrokerUncleanShutdown).
+// Without ELR the previous incarnation leaves the ISRs as on fencing.
+func (c *controller) reregistrationChanges(img *Image, existing *BrokerInfo, req *kmsg.BrokerRegistrationRequest) []record {
+	if existing == nil {
+		return nil
+	}
+	pol := c.policy()
+	if !pol.elr {
+		return removeBrokerChanges(img, existing.ID, pol)
+	}
+	if req.PreviousBrokerEpoch == existing.Epoch {
+		c.log.Info("broker registering after a clean shutdown", "broker", existing.ID, "previous_epoch", existing.Epoch)
+		return nil
+	}
+	recs := uncleanShutdownChanges(img, existing.ID, pol)
+	c.log.Warn("broker registering after an unclean shutdown: it leaves every ISR and eligible leader replica set (KIP-966)",
+		"broker", existing.ID, "registered_epoch", existing.Epoch, "previous_epoch", req.PreviousBrokerEpoch,
+		"partitions_changed", len(recs))
+	return recs
 }
 
 func (c *controller) unregisterBroker(ctx context.Context, req *kmsg.UnregisterBrokerRequest) (kmsg.Response, error) {
@@ -227,7 +250,7 @@ func (c *controller) unregisterBroker(ctx context.Context, req *kmsg.UnregisterB
 		resp.ErrorMessage = ptrTo(fmt.Sprintf("Broker ID %d is not currently registered", req.BrokerID))
 		return resp, nil
 	}
-	recs := append(removeBrokerChanges(img, b.ID, c.uncleanDefault()), &unregisterBrokerRecord{ID: b.ID, Epoch: b.Epoch})
+	recs := append(removeBrokerChanges(img, b.ID, c.policy()), &unregisterBrokerRecord{ID: b.ID, Epoch: b.Epoch})
 	if _, err := c.commit(ctx, recs...); err != nil {
 		return nil, err
 	}

@@ -84,7 +84,11 @@ func TestSessionExpiryFences(t *testing.T) {
 	if p := img.Partition("t", 1); p.Leader != 2 || !slices.Equal(p.ISR, []int32{2}) || p.LeaderEpoch != 0 {
 		t.Fatalf("t-1 %+v", p)
 	}
-	if p := img.Partition("u", 0); p.Leader != NoLeader || !slices.Equal(p.ISR, []int32{1}) {
+	// u-0 lost its only ISR member: with eligible leader replicas (KIP-966)
+	// the ISR empties and the fenced member, whose data is whole, becomes
+	// its ELR and last known leader.
+	if p := img.Partition("u", 0); p.Leader != NoLeader || len(p.ISR) != 0 ||
+		!slices.Equal(p.ELR, []int32{1}) || !slices.Equal(p.LastKnownELR, []int32{1}) {
 		t.Fatalf("u-0 %+v", p)
 	}
 	// The old incarnation's heartbeats now say fenced.
@@ -93,7 +97,8 @@ func TestSessionExpiryFences(t *testing.T) {
 		// back the partition only it can lead.
 		t.Fatalf("heartbeat after expiry %+v", hb)
 	}
-	if p := h.img().Partition("u", 0); p.Leader != 1 || p.LeaderEpoch != 2 {
+	if p := h.img().Partition("u", 0); p.Leader != 1 || p.LeaderEpoch != 2 || !slices.Equal(p.ISR, []int32{1}) ||
+		len(p.ELR) != 0 || len(p.LastKnownELR) != 0 {
 		t.Fatalf("u-0 after unfence %+v", p)
 	}
 
@@ -139,16 +144,17 @@ func TestControlledShutdown(t *testing.T) {
 	if !img.Broker(1).InControlledShutdown {
 		t.Fatal("not in controlled shutdown")
 	}
+	// min.insync.replicas is 1: only v-0, whose ISR empties, keeps an ELR.
 	want := []struct {
-		topic  string
-		idx    int32
-		leader int32
-		isr    []int32
-	}{{"t", 0, 2, []int32{2, 3}}, {"u", 0, 3, []int32{3}}, {"u", 1, 2, []int32{2}}, {"v", 0, NoLeader, []int32{1}}}
+		topic    string
+		idx      int32
+		leader   int32
+		isr, elr []int32
+	}{{"t", 0, 2, []int32{2, 3}, nil}, {"u", 0, 3, []int32{3}, nil}, {"u", 1, 2, []int32{2}, nil}, {"v", 0, NoLeader, []int32{}, []int32{1}}}
 	for _, w := range want {
 		p := img.Partition(w.topic, w.idx)
-		if p.Leader != w.leader || !slices.Equal(p.ISR, w.isr) {
-			t.Fatalf("%s-%d: leader %d isr %v, want %d %v", w.topic, w.idx, p.Leader, p.ISR, w.leader, w.isr)
+		if p.Leader != w.leader || !slices.Equal(p.ISR, w.isr) || !slices.Equal(p.ELR, w.elr) {
+			t.Fatalf("%s-%d: leader %d isr %v elr %v, want %d %v %v", w.topic, w.idx, p.Leader, p.ISR, p.ELR, w.leader, w.isr, w.elr)
 		}
 	}
 	if img.leads(1) {

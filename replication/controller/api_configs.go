@@ -11,11 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// IncrementalAlterConfigs (44) and AlterConfigs (33) for TOPIC and BROKER
-// resources (BROKER "" is the cluster-wide default). Changed values go
-// through Options.ValidateTopicConfig (INVALID_CONFIG) and
+// IncrementalAlterConfigs (44) and AlterConfigs (33) for TOPIC, BROKER
+// and GROUP resources (BROKER "" is the cluster-wide default). Changed
+// values go through Options.ValidateTopicConfig (INVALID_CONFIG) and
 // Options.ValidateBrokerConfig (INVALID_REQUEST, as Kafka's broker-side
-// DynamicBrokerConfig check answers). A resource named twice in one request
+// DynamicBrokerConfig check answers); a group's configs as a whole through
+// Options.ValidateGroupConfig (INVALID_CONFIG). A group needs not exist
+// to have configs (Kafka keeps them by group id). A resource named twice in one request
 // is refused in both places, as Kafka's ConfigAdminManager does.
 
 // configResource resolves a resource to its current configs, or an error.
@@ -40,6 +42,11 @@ func (c *controller) configResource(img *Image, typ kmsg.ConfigResourceType, nam
 			}
 		}
 		return img.BrokerConfigs[name], nil
+	case kmsg.ConfigResourceTypeGroupConfig:
+		if name == "" {
+			return nil, newAPIError(kerr.InvalidRequest, "Group name must not be empty.")
+		}
+		return img.GroupConfigs[name], nil
 	}
 	return nil, newAPIError(kerr.InvalidRequest, "Unsupported resource type %v for the controller", typ)
 }
@@ -47,13 +54,18 @@ func (c *controller) configResource(img *Image, typ kmsg.ConfigResourceType, nam
 // configChanges turns a resource's wanted configs into SetConfig records,
 // validating changed values.
 func (c *controller) configChanges(typ kmsg.ConfigResourceType, name string, cur, want map[string]string) ([]record, *apiError) {
+	if typ == kmsg.ConfigResourceTypeGroupConfig && c.opts.ValidateGroupConfig != nil {
+		if err := c.opts.ValidateGroupConfig(want); err != nil {
+			return nil, newAPIError(kerr.InvalidConfig, "%s", err.Error())
+		}
+	}
 	var recs []record
 	for _, k := range slices.Sorted(maps.Keys(want)) {
 		v := want[k]
 		if old, ok := cur[k]; ok && old == v {
 			continue
 		}
-		if e := c.validateConfig(typ, k, v); e != nil {
+		if e := c.validateConfig(typ, name, k, v); e != nil {
 			return nil, e
 		}
 		recs = append(recs, &setConfigRecord{ResourceType: int8(typ), Resource: name, Key: k, Value: ptrTo(v)})
@@ -66,12 +78,12 @@ func (c *controller) configChanges(typ kmsg.ConfigResourceType, name string, cur
 	return recs, nil
 }
 
-func (c *controller) validateConfig(typ kmsg.ConfigResourceType, name, value string) *apiError {
+func (c *controller) validateConfig(typ kmsg.ConfigResourceType, resource, name, value string) *apiError {
 	switch {
 	case typ == kmsg.ConfigResourceTypeTopic:
 		return c.validateTopicConfig(name, value)
 	case typ == kmsg.ConfigResourceTypeBroker && c.opts.ValidateBrokerConfig != nil:
-		if err := c.opts.ValidateBrokerConfig(name, value); err != nil {
+		if err := c.opts.ValidateBrokerConfig(name, value, resource != ""); err != nil {
 			return newAPIError(kerr.InvalidRequest, "%s", err.Error())
 		}
 	}
@@ -125,6 +137,7 @@ func (c *controller) incrementalAlterConfigs(ctx context.Context, req *kmsg.Incr
 	if req.ValidateOnly {
 		return resp, nil
 	}
+	recs = append(recs, clearELRChanges(img, recs)...)
 	if _, err := c.commit(ctx, recs...); err != nil {
 		return nil, err
 	}
@@ -220,6 +233,7 @@ func (c *controller) alterConfigs(ctx context.Context, req *kmsg.AlterConfigsReq
 	if req.ValidateOnly {
 		return resp, nil
 	}
+	recs = append(recs, clearELRChanges(img, recs)...)
 	if _, err := c.commit(ctx, recs...); err != nil {
 		return nil, err
 	}

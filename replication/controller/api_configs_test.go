@@ -20,7 +20,7 @@ func TestIncrementalAlterConfigs(t *testing.T) {
 			}
 			return nil
 		}
-		o.ValidateBrokerConfig = func(name, value string) error {
+		o.ValidateBrokerConfig = func(name, value string, _ bool) error {
 			if name == "broker.id" {
 				return errors.New("Cannot update these configs dynamically: Set(broker.id)")
 			}
@@ -117,5 +117,54 @@ func TestAlterConfigsReplaces(t *testing.T) {
 		if got := kerr.ErrorForCode(resp.Resources[i].ErrorCode); got != w {
 			t.Errorf("resource %d: got %v, want %v", i, got, w)
 		}
+	}
+}
+
+// GROUP resources (KIP-932 share.* configs): stored by group id whether or
+// not the group exists, validated as a whole, deleted key by key.
+func TestGroupConfigs(t *testing.T) {
+	var validated []map[string]string
+	h := newCtlHarness(t, func(o *Options) {
+		o.ValidateGroupConfig = func(props map[string]string) error {
+			validated = append(validated, props)
+			if props["share.delivery.count.limit"] == "99" {
+				return errors.New("share.delivery.count.limit must be less than or equal to group.share.max.delivery.count.limit")
+			}
+			return nil
+		}
+	})
+	h.live(1)
+	run := func(cfgs ...kmsg.IncrementalAlterConfigsRequestResourceConfig) kmsg.IncrementalAlterConfigsResponseResource {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: "g", Configs: cfgs}}
+		return h.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]
+	}
+	S, D := kmsg.IncrementalAlterConfigOpSet, kmsg.IncrementalAlterConfigOpDelete
+	if r := run(incOp("share.auto.offset.reset", S, ptrTo("earliest")), incOp("share.record.lock.duration.ms", S, ptrTo("20000"))); r.ErrorCode != 0 {
+		t.Fatalf("set: %+v", r)
+	}
+	if got := h.img().GroupConfigs["g"]; got["share.auto.offset.reset"] != "earliest" || got["share.record.lock.duration.ms"] != "20000" {
+		t.Fatalf("group configs %v", got)
+	}
+	// The validator sees the merged configs, and a refusal changes nothing.
+	if r := run(incOp("share.delivery.count.limit", S, ptrTo("99"))); r.ErrorCode != kerr.InvalidConfig.Code || r.ErrorMessage == nil {
+		t.Fatalf("invalid value: %+v", r)
+	}
+	if last := validated[len(validated)-1]; last["share.auto.offset.reset"] != "earliest" || last["share.delivery.count.limit"] != "99" {
+		t.Fatalf("validator saw %v", last)
+	}
+	if _, ok := h.img().GroupConfigs["g"]["share.delivery.count.limit"]; ok {
+		t.Fatal("refused group config applied")
+	}
+	if r := run(incOp("share.auto.offset.reset", D, nil), incOp("share.record.lock.duration.ms", D, nil)); r.ErrorCode != 0 {
+		t.Fatalf("delete: %+v", r)
+	}
+	if _, ok := h.img().GroupConfigs["g"]; ok {
+		t.Fatalf("empty group configs kept: %v", h.img().GroupConfigs)
+	}
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeGroupConfig, ResourceName: ""}}
+	if r := h.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0]; r.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("empty group name: %+v", r)
 	}
 }

@@ -87,11 +87,9 @@ func (c *controller) alterOne(img *Image, req *kmsg.AlterPartitionRequest, t *To
 			"err", kerr.ErrorForCode(code), "isr", proposedISR(req.Version, rp), "leader_epoch", rp.LeaderEpoch, "partition_epoch", rp.PartitionEpoch)
 		return code
 	}
-	change := buildChange(t, p, changeRequest{
-		targetISR:  newISR,
-		election:   electionFor(img, t, c.uncleanDefault()),
-		acceptable: img.isLive,
-	})
+	cr := c.policy().request(img, t, p)
+	cr.targetISR = newISR
+	change := buildChange(t, p, cr)
 	if change != nil {
 		c.logReassignment(p, change, false)
 		*recs = append(*recs, change)
@@ -116,14 +114,14 @@ func (c *controller) electLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	img := c.fsm.image()
+	img, pol := c.fsm.image(), c.policy()
 	var recs []record
 	if req.Topics == nil {
 		for _, name := range img.sortedTopicNames() {
 			st := kmsg.NewElectLeadersResponseTopic()
 			st.Topic = name
 			for _, p := range img.Topics[name].Partitions {
-				if e := electOne(img, name, p.Index, election, &recs); e.errCode() != kerr.ElectionNotNeeded.Code {
+				if e := electOne(img, pol, name, p.Index, election, &recs); e.errCode() != kerr.ElectionNotNeeded.Code {
 					st.Partitions = append(st.Partitions, electResult(p.Index, e))
 				}
 			}
@@ -136,7 +134,7 @@ func (c *controller) electLeaders(ctx context.Context, req *kmsg.ElectLeadersReq
 			st := kmsg.NewElectLeadersResponseTopic()
 			st.Topic = rt.Topic
 			for _, idx := range rt.Partitions {
-				st.Partitions = append(st.Partitions, electResult(idx, electOne(img, rt.Topic, idx, election, &recs)))
+				st.Partitions = append(st.Partitions, electResult(idx, electOne(img, pol, rt.Topic, idx, election, &recs)))
 			}
 			resp.Topics = append(resp.Topics, st)
 		}
@@ -161,7 +159,7 @@ func electResult(idx int32, e *apiError) kmsg.ElectLeadersResponseTopicPartition
 }
 
 // electOne is Kafka's ReplicationControlManager.electLeader for one partition.
-func electOne(img *Image, topic string, idx int32, election electionType, recs *[]record) *apiError {
+func electOne(img *Image, pol policy, topic string, idx int32, election electionType, recs *[]record) *apiError {
 	t := img.Topics[topic]
 	if t == nil {
 		return newAPIError(kerr.UnknownTopicOrPartition, "No such topic as %s", topic)
@@ -175,7 +173,9 @@ func electOne(img *Image, topic string, idx int32, election electionType, recs *
 		election == electionUnclean && p.Leader != NoLeader:
 		return newAPIError(kerr.ElectionNotNeeded, "")
 	}
-	change := buildChange(t, p, changeRequest{election: election, acceptable: img.isLive})
+	req := pol.request(img, t, p)
+	req.election = election
+	change := buildChange(t, p, req)
 	if change == nil {
 		if election == electionPreferred {
 			return newAPIError(kerr.PreferredLeaderNotAvailable, "")

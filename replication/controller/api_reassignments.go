@@ -81,7 +81,9 @@ func (c *controller) reassignOne(img *Image, topic string, idx int32, target []i
 		return nil, e
 	}
 	asg := reassignTo(p.Replicas, target)
-	return buildChange(t, p, changeRequest{assignment: &asg, election: electionOnline, acceptable: img.isLive}), nil
+	req := c.policy().request(img, t, p)
+	req.assignment, req.election = &asg, electionOnline
+	return buildChange(t, p, req), nil
 }
 
 // cancelReassignment reverts the reassignment in progress (Kafka's
@@ -95,12 +97,13 @@ func (c *controller) cancelReassignment(img *Image, t *Topic, p *Partition) (*pa
 	if len(asg.replicas) == 0 {
 		return nil, newAPIError(kerr.InvalidReplicaAssignment, "Invalid replica assignment: addingReplicas contains all replicas.")
 	}
-	election := electionFor(img, t, c.uncleanDefault())
-	if unclean && election != electionUnclean {
+	req := c.policy().request(img, t, p)
+	if unclean && req.election != electionUnclean {
 		return nil, newAPIError(kerr.InvalidReplicaAssignment,
 			"Unable to revert partition assignment for %s:%d because it would require an unclean leader election.", t.Name, p.Index)
 	}
-	return buildChange(t, p, changeRequest{targetISR: isr, assignment: &asg, election: election, acceptable: img.isLive}), nil
+	req.targetISR, req.assignment = isr, &asg
+	return buildChange(t, p, req), nil
 }
 
 // logReassignment logs what change does to p's assignment.

@@ -427,8 +427,8 @@ func TestReassignmentPersistence(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(out, []record{rec}) {
 		t.Fatalf("round trip %v %+v", err, out)
 	}
-	if _, err := decodeEntry([]byte(`{"type":"PartitionChange","v":3,"topic":"t"}`)); err == nil {
-		t.Fatal("PartitionChange v3 accepted")
+	if _, err := decodeEntry([]byte(`{"type":"PartitionChange","v":4,"topic":"t"}`)); err == nil {
+		t.Fatal("PartitionChange v4 accepted")
 	}
 }
 

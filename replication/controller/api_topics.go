@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/quota"
 )
 
 // CreateTopics (19), DeleteTopics (20) and CreatePartitions (37), after
@@ -83,15 +85,17 @@ type topicPlanner struct {
 	img        *Image
 	collisions map[string]string // collision key -> existing or planned name
 	brokerIDs  []int32           // live brokers, sorted
+	racks      map[int32]string  // live brokers' racks (broker.rack), "" for none
 }
 
 func (c *controller) newTopicPlanner(img *Image) *topicPlanner {
-	tp := &topicPlanner{c: c, img: img, collisions: map[string]string{}}
+	tp := &topicPlanner{c: c, img: img, collisions: map[string]string{}, racks: map[int32]string{}}
 	for name := range img.Topics {
 		tp.collisions[collisionKey(name)] = name
 	}
 	for _, b := range img.LiveBrokers() {
 		tp.brokerIDs = append(tp.brokerIDs, b.ID)
+		tp.racks[b.ID] = b.Rack
 	}
 	return tp
 }
@@ -237,7 +241,7 @@ func (tp *topicPlanner) placedPartitions(n int32, rf int16, first int) ([]partit
 	if n > maxPartitionsPerRequest {
 		return nil, newAPIError(kerr.InvalidPartitions, "Number of partitions %d exceeds the limit of %d per request.", n, maxPartitionsPerRequest)
 	}
-	assignment, err := placeReplicas(tp.brokerIDs, int(n), int(rf), first, tp.c.opts.Rand)
+	assignment, err := placeReplicas(tp.brokerIDs, tp.racks, int(n), int(rf), first, tp.c.opts.Rand)
 	if err != nil {
 		return nil, newAPIError(kerr.InvalidReplicationFactor, "%s", err.Error())
 	}
@@ -259,6 +263,7 @@ func (c *controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		names[i] = t.Topic
 	}
 	dup := duplicates(names)
+	q := c.mutationQuota(ctx, req.Version, quota.StrictCreateTopicsVersion)
 	var recs []record
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -274,6 +279,10 @@ func (c *controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		default:
 			rec, e = tp.plan(rt)
 		}
+		if e == nil {
+			// Counted for validate-only requests too, as KRaft does.
+			e = recordMutation(q, len(rec.Partitions))
+		}
 		if e != nil {
 			st.ErrorCode, st.ErrorMessage = e.code, e.message()
 			resp.Topics = append(resp.Topics, st)
@@ -283,12 +292,14 @@ func (c *controller) createTopics(ctx context.Context, req *kmsg.CreateTopicsReq
 		resp.Topics = append(resp.Topics, st)
 		recs = append(recs, rec)
 	}
+	defer func() { resp.ThrottleMillis = maxThrottle(resp.ThrottleMillis, q) }()
 	if req.ValidateOnly || len(recs) == 0 {
 		return resp, nil
 	}
 	if _, err := c.commit(ctx, recs...); err != nil {
 		return nil, err
 	}
+	c.publishCommits()
 	for _, r := range recs {
 		rec := r.(*createTopicRecord)
 		c.log.Info("topic created", "topic", rec.Name, "id", rec.ID, "partitions", len(rec.Partitions))
@@ -319,12 +330,17 @@ func (c *controller) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 	for _, name := range req.TopicNames { // v0-v5
 		topics = append(topics, kmsg.DeleteTopicsRequestTopic{Topic: ptrTo(name)})
 	}
+	q := c.mutationQuota(ctx, req.Version, quota.StrictDeleteTopicsVersion)
+	defer func() { resp.ThrottleMillis = maxThrottle(resp.ThrottleMillis, q) }()
 	var recs []record
 	planned := map[[16]byte]bool{}
 	for _, rt := range topics {
 		st := kmsg.NewDeleteTopicsResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		t, e := lookupTopicToDelete(img, rt)
+		if e == nil && !planned[t.ID] {
+			e = recordMutation(q, len(t.Partitions))
+		}
 		if e != nil {
 			st.ErrorCode, st.ErrorMessage = e.code, e.message()
 			resp.Topics = append(resp.Topics, st)
@@ -341,6 +357,7 @@ func (c *controller) deleteTopics(ctx context.Context, req *kmsg.DeleteTopicsReq
 		return nil, err
 	}
 	if len(recs) > 0 {
+		c.publishCommits()
 		c.log.Info("topics deleted", "count", len(recs))
 	}
 	return resp, nil
@@ -374,6 +391,8 @@ func (c *controller) createPartitions(ctx context.Context, req *kmsg.CreateParti
 		names[i] = t.Topic
 	}
 	dup := duplicates(names)
+	q := c.mutationQuota(ctx, req.Version, quota.StrictCreatePartitionsVersion)
+	defer func() { resp.ThrottleMillis = maxThrottle(resp.ThrottleMillis, q) }()
 	var recs []record
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -385,6 +404,9 @@ func (c *controller) createPartitions(ctx context.Context, req *kmsg.CreateParti
 			e = newAPIError(kerr.InvalidRequest, "Duplicate topic name.")
 		} else {
 			rec, e = tp.planPartitions(rt)
+		}
+		if e == nil {
+			e = recordMutation(q, len(rec.Partitions))
 		}
 		if e != nil {
 			st.ErrorCode, st.ErrorMessage = e.code, e.message()

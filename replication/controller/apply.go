@@ -21,6 +21,8 @@ func (r *initClusterRecord) apply(b *imageBuilder, _ uint64) error {
 
 func (*activationRecord) apply(*imageBuilder, uint64) error { return nil }
 
+func (*commitMarkerRecord) apply(*imageBuilder, uint64) error { return nil }
+
 func (r *registerBrokerRecord) apply(b *imageBuilder, index uint64) error {
 	b.putBroker(&BrokerInfo{
 		ID:            r.ID,
@@ -171,6 +173,12 @@ func (r *partitionChangeRecord) apply(b *imageBuilder, _ uint64) error {
 		p.AddingReplicas = nonEmpty(r.Adding)
 		p.RemovingReplicas = nonEmpty(r.Removing)
 	}
+	if r.ELR != nil {
+		p.ELR = nonEmpty(*r.ELR)
+	}
+	if r.LastKnownELR != nil {
+		p.LastKnownELR = nonEmpty(*r.LastKnownELR)
+	}
 	return nil
 }
 
@@ -196,6 +204,9 @@ func (r *setConfigRecord) apply(b *imageBuilder, _ uint64) error {
 	case resourceBroker:
 		setOrDelete(b.brokerConfig(r.Resource), r.Key, r.Value)
 		b.dropEmptyBrokerConfig(r.Resource)
+	case resourceGroup:
+		setOrDelete(b.groupConfig(r.Resource), r.Key, r.Value)
+		b.dropEmptyGroupConfig(r.Resource)
 	default:
 		return recordErr("config resource type %d", r.ResourceType)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kbroker/kbroker/internal/atomicfile"
 	"github.com/kbroker/kbroker/security/sasl/scram"
 )
 
@@ -46,11 +47,11 @@ func WriteBootstrap(dataDir string, creds []scram.Bootstrap) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dataDir, bootstrapFile+".tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+	// Durable before format reports success: the first start reads it.
+	if err := atomicfile.WriteFile(filepath.Join(dataDir, bootstrapFile), data, 0o600); err != nil {
 		return fmt.Errorf("controller: writing bootstrap: %w", err)
 	}
-	return os.Rename(tmp, filepath.Join(dataDir, bootstrapFile))
+	return nil
 }
 
 // readBootstrap reads dataDir's bootstrap credentials; none without a file.

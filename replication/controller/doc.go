@@ -13,15 +13,28 @@
 // (CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders, AlterConfigs,
 // IncrementalAlterConfigs, AlterPartition, AlterPartitionReassignments,
 // ListPartitionReassignments, BrokerRegistration, BrokerHeartbeat,
-// UnregisterBroker, AllocateProducerIds, DescribeQuorum).
+// UnregisterBroker, AllocateProducerIds, DescribeQuorum, CreateAcls,
+// DeleteAcls, AlterUserScramCredentials, AlterClientQuotas, Envelope).
 // Each decision is a pure function of the latest image (and the clock);
 // decisions are serialized and each one's records are committed and applied
 // before the next starts, like Kafka's single-threaded QuorumController.
 // Broker sessions (heartbeat times) live only in the active controller and
 // start afresh on failover.
 //
-// Elections follow Kafka's PartitionChangeBuilder without eligible leader
-// replicas: see election.go. Fencing, controlled shutdown and unfencing
+// Client quotas are ClientQuota records (records_quotas.go); the active
+// controller measures controller_mutation_rate (KIP-599, mutation.go) for
+// the client a request is made for: a broker forwarding a client's
+// CreateTopics, DeleteTopics or CreatePartitions names it (WithCaller), and
+// the request reaches a remote active controller in an Envelope (KIP-590,
+// envelope.go) carrying the client's principal and client id.
+//
+// Elections follow Kafka 4.x's PartitionChangeBuilder with eligible leader
+// replicas (KIP-966, elr.go): the ISR, then an unfenced member of the ELR
+// when the ISR is empty, then the last known leader, then (unclean
+// election only) any live replica; see election.go. Brokers register with
+// the broker epoch of their last clean shutdown; any other value is an
+// unclean shutdown, after which the broker leaves every ISR and ELR.
+// Fencing, controlled shutdown and unfencing
 // follow KIP-631 (api_brokers.go); AlterPartition follows KIP-497/KIP-841
 // (isr.go). Partition reassignment follows KIP-455 as KRaft does it
 // (reassign.go): the replicas grow to old plus new, the new ones catch up and
@@ -39,12 +52,14 @@
 //	{"type":"RegisterBroker","v":1,"id":1,"incarnationId":"...","listeners":[...]}
 //	{"type":"Batch","v":1,"records":[{"type":"FenceBroker",...},{"type":"PartitionChange",...}]}
 //
-// PartitionChange is version 2 when it sets the replica assignment
-// ("replicas", "adding", "removing") or "bumpLeaderEpoch"; other records and
-// other PartitionChange records are version 1.
+// PartitionChange is version 3 when it sets the eligible leader replicas
+// ("elr", "lastKnownElr"), else version 2 when it sets the replica
+// assignment ("replicas", "adding", "removing") or "bumpLeaderEpoch"; other
+// records and other PartitionChange records are version 1.
 //
 // A snapshot is one JSON document {"v":1,"clusterId":...,"brokers":[...],
-// "topics":[...]} (fsm.go). A node refuses record and snapshot versions newer
+// "topics":[...]} (fsm.go), version 2 when a partition has eligible leader
+// replicas. A node refuses record and snapshot versions newer
 // than it knows rather than misread them.
 //
 // # Controller listener

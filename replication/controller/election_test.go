@@ -35,8 +35,8 @@ func TestElectLeader(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			q := *p
 			q.Leader = c.leader
-			got, unclean := electLeader(&q, q.Replicas, c.isr, c.election, live(c.live...))
-			if got != c.want || unclean != c.wantUncln {
+			got, by := electLeader(&q, q.Replicas, c.isr, nil, changeRequest{election: c.election, acceptable: live(c.live...)})
+			if unclean := by == electedUnclean; got != c.want || unclean != c.wantUncln {
 				t.Fatalf("got %d unclean=%v, want %d unclean=%v", got, unclean, c.want, c.wantUncln)
 			}
 		})
@@ -99,7 +99,7 @@ func TestFencingRules(t *testing.T) {
 	}
 
 	// Unfencing 3 brings back the partitions whose ISR it is in; a-2 stays offline.
-	recs := append([]record{&unfenceBrokerRecord{ID: 3, Epoch: img.Brokers[3].Epoch}}, offlineChanges(img, 3, false)...)
+	recs := append([]record{&unfenceBrokerRecord{ID: 3, Epoch: img.Brokers[3].Epoch}}, offlineChanges(img, 3, policy{})...)
 	tf.apply(recs...)
 	img = tf.img()
 	for i := int32(0); i < 2; i++ {
@@ -144,7 +144,7 @@ func TestUncleanByTopicAndBrokerConfig(t *testing.T) {
 	}
 	// The periodic offline check with the broker default on elects it.
 	tf.apply(&setConfigRecord{ResourceType: resourceTopic, Resource: "clean", Key: uncleanConfig, Value: nil})
-	recs := offlineChanges(tf.img(), -1, true)
+	recs := offlineChanges(tf.img(), -1, policy{uncleanDefault: true})
 	if len(recs) != 1 {
 		t.Fatalf("offline changes %v", recs)
 	}
@@ -159,17 +159,17 @@ func TestPreferredChanges(t *testing.T) {
 	tf.registerLive(1, 2, 3)
 	tf.createTopic("t", 1, []int32{1, 2}, []int32{2, 3})
 	tf.fence(1)
-	if len(preferredChanges(tf.img())) != 0 {
+	if len(preferredChanges(tf.img(), policy{})) != 0 {
 		t.Fatal("preferred replica is fenced, yet a change")
 	}
 	img := tf.img()
 	tf.apply(&unfenceBrokerRecord{ID: 1, Epoch: img.Brokers[1].Epoch})
-	if len(preferredChanges(tf.img())) != 0 {
+	if len(preferredChanges(tf.img(), policy{})) != 0 {
 		t.Fatal("preferred replica not in ISR, yet a change")
 	}
 	tp := tf.img().Topics["t"]
 	tf.apply(&partitionChangeRecord{Topic: "t", TopicID: tp.ID, Partition: 0, Leader: 2, ISR: []int32{2, 1}})
-	recs := preferredChanges(tf.img())
+	recs := preferredChanges(tf.img(), policy{})
 	if len(recs) != 1 {
 		t.Fatalf("changes %v", recs)
 	}

@@ -25,7 +25,8 @@ func newForwardPool(clientID string, sec protocol.ClientSecurity) *protocol.Pool
 
 // Forward serves req locally when this node is the active controller, and
 // otherwise sends it to the active controller's controller listener, at the
-// version set on req. Answers saying NOT_CONTROLLER and connection errors are
+// version set on req: in an Envelope when ctx names the client it is made
+// for (WithCaller). Answers saying NOT_CONTROLLER and connection errors are
 // retried (with the current leader, else each voter in turn) until ctx ends.
 func (n *Node) Forward(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if _, ok := controllerAPIs[req.Key()]; !ok {
@@ -61,9 +62,17 @@ func (n *Node) forwardOnce(ctx context.Context, req kmsg.Request, attempt int) (
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := n.client.RoundTrip(rctx, addr, req)
+	caller, enveloped := callerOf(ctx)
+	send := req
+	if enveloped {
+		send = wrapEnvelope(req, caller)
+	}
+	resp, err := n.client.RoundTrip(rctx, addr, send)
 	if err != nil {
 		return nil, fmt.Errorf("controller: request %s to %s: %w", kmsg.NameForKey(req.Key()), addr, err)
+	}
+	if enveloped {
+		return unwrapEnvelopeResponse(req, resp.(*kmsg.EnvelopeResponse))
 	}
 	return resp, nil
 }

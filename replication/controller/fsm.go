@@ -125,7 +125,13 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 func (s *fsmSnapshot) Release() {}
 
 // Snapshot format: one JSON document, {"v":1, ...} as snapshotV1 below.
-const snapshotVersion = 1
+// Version 2 is the same document with eligible leader replicas in some
+// partition: it is written only then, so that a build that does not know
+// them refuses it rather than lose them.
+const (
+	snapshotVersion    = 1
+	snapshotVersionELR = 2
+)
 
 type snapshotV1 struct {
 	V              int                          `json:"v"`
@@ -135,8 +141,12 @@ type snapshotV1 struct {
 	Brokers        []snapBroker                 `json:"brokers"`
 	Topics         []snapTopic                  `json:"topics"`
 	BrokerConfigs  map[string]map[string]string `json:"brokerConfigs,omitempty"`
+	GroupConfigs   map[string]map[string]string `json:"groupConfigs,omitempty"`
 	ACLs           []accessControlEntryRecord   `json:"acls,omitempty"`
 	Scram          []userScramCredentialRecord  `json:"scram,omitempty"`
+	Features       map[string]int16             `json:"features,omitempty"`
+	FeaturesEpoch  int64                        `json:"featuresEpoch,omitempty"`
+	ClientQuotas   []clientQuotaRecord          `json:"clientQuotas,omitempty"`
 }
 
 type snapBroker struct {
@@ -164,6 +174,8 @@ type snapPartition struct {
 	PartitionEpoch   int32   `json:"partitionEpoch"`
 	AddingReplicas   []int32 `json:"addingReplicas,omitempty"`
 	RemovingReplicas []int32 `json:"removingReplicas,omitempty"`
+	ELR              []int32 `json:"elr,omitempty"`
+	LastKnownELR     []int32 `json:"lastKnownElr,omitempty"`
 }
 
 func encodeSnapshot(w io.Writer, img *Image) error {
@@ -173,6 +185,9 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 		AppliedIndex:   img.AppliedIndex,
 		NextProducerID: img.NextProducerID,
 		BrokerConfigs:  img.BrokerConfigs,
+		GroupConfigs:   img.GroupConfigs,
+		Features:       img.Features,
+		FeaturesEpoch:  img.FeaturesEpoch,
 	}
 	for _, id := range slices.Sorted(maps.Keys(img.Brokers)) {
 		b := img.Brokers[id]
@@ -189,11 +204,16 @@ func encodeSnapshot(w io.Writer, img *Image) error {
 				Replicas: p.Replicas, ISR: p.ISR, Leader: p.Leader,
 				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
 				AddingReplicas: p.AddingReplicas, RemovingReplicas: p.RemovingReplicas,
+				ELR: p.ELR, LastKnownELR: p.LastKnownELR,
 			})
+			if len(p.ELR) > 0 || len(p.LastKnownELR) > 0 {
+				s.V = snapshotVersionELR
+			}
 		}
 		s.Topics = append(s.Topics, st)
 	}
 	s.ACLs, s.Scram = snapshotSecurity(img)
+	s.ClientQuotas = snapshotClientQuotas(img)
 	if err := json.NewEncoder(w).Encode(&s); err != nil {
 		return fmt.Errorf("controller: writing snapshot: %w", err)
 	}
@@ -205,15 +225,19 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 	if err := json.NewDecoder(r).Decode(&s); err != nil {
 		return nil, fmt.Errorf("controller: reading snapshot: %w", err)
 	}
-	if s.V != snapshotVersion {
-		return nil, fmt.Errorf("controller: snapshot version %d, this build reads %d", s.V, snapshotVersion)
+	if s.V != snapshotVersion && s.V != snapshotVersionELR {
+		return nil, fmt.Errorf("controller: snapshot version %d, this build reads %d-%d", s.V, snapshotVersion, snapshotVersionELR)
 	}
 	img := newEmptyImage()
 	img.ClusterID = s.ClusterID
 	img.AppliedIndex = s.AppliedIndex
 	img.NextProducerID = s.NextProducerID
+	img.Features, img.FeaturesEpoch = s.Features, s.FeaturesEpoch
 	for res, m := range s.BrokerConfigs {
 		img.BrokerConfigs[res] = m
+	}
+	for group, m := range s.GroupConfigs {
+		img.GroupConfigs[group] = m
 	}
 	for _, b := range s.Brokers {
 		img.Brokers[b.ID] = &BrokerInfo{
@@ -231,12 +255,16 @@ func decodeSnapshot(r io.Reader) (*Image, error) {
 				Topic: st.Name, Index: int32(i), Replicas: sp.Replicas, ISR: sp.ISR, Leader: sp.Leader,
 				LeaderEpoch: sp.LeaderEpoch, PartitionEpoch: sp.PartitionEpoch,
 				AddingReplicas: sp.AddingReplicas, RemovingReplicas: sp.RemovingReplicas,
+				ELR: sp.ELR, LastKnownELR: sp.LastKnownELR,
 			})
 		}
 		img.Topics[t.Name] = t
 		img.TopicsByID[t.ID] = t
 	}
 	if err := restoreSecurity(img, s.ACLs, s.Scram); err != nil {
+		return nil, err
+	}
+	if err := restoreClientQuotas(img, s.ClientQuotas); err != nil {
 		return nil, err
 	}
 	return img, nil

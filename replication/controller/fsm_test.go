@@ -123,24 +123,16 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	tf.createTopic("b", 2, []int32{3})
 	tf.apply(&setConfigRecord{ResourceType: resourceTopic, Resource: "a", Key: "retention.ms", Value: ptrTo("1000")})
 	tf.apply(&setConfigRecord{ResourceType: resourceBroker, Resource: "", Key: "x", Value: ptrTo("y")})
+	tf.apply(&setConfigRecord{ResourceType: resourceGroup, Resource: "g", Key: "share.auto.offset.reset", Value: ptrTo("earliest")})
 	tf.fence(2)
 	img := tf.img()
 	tf.apply(&controlledShutdownRecord{ID: 3, Epoch: img.Brokers[3].Epoch})
 	tf.apply(&producerIDsRecord{BrokerID: 1, BrokerEpoch: img.Brokers[1].Epoch, NextProducerID: 2000})
+	tf.apply(&featureLevelRecord{Name: "group.version", Level: 0})
+	tf.apply(&featureLevelRecord{Name: "metadata.version", Level: 25})
+	tf.apply(&commitMarkerRecord{})
 	want := tf.img()
-
-	snap, err := tf.f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := snap.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	other := newTestFSM(t)
-	if err := other.f.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
+	other := restoredCopy(t, tf)
 	got := other.img()
 	if !reflect.DeepEqual(want, got) {
 		t.Fatalf("restored image differs:\nwant %+v\ngot  %+v", want, got)
@@ -153,6 +145,24 @@ func TestSnapshotRestoreRoundTrip(t *testing.T) {
 	if p := other.img().Partition("a", 0); p.Leader != NoLeader || !slices.Equal(p.ISR, []int32{3}) {
 		t.Fatalf("after restore and fence: %+v", p)
 	}
+}
+
+// restoredCopy is a new FSM restored from a snapshot of tf's image.
+func restoredCopy(t *testing.T, tf *testFSM) *testFSM {
+	t.Helper()
+	snap, err := tf.f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := &memSink{}
+	if err := snap.Persist(sink); err != nil {
+		t.Fatal(err)
+	}
+	other := newTestFSM(t)
+	if err := other.f.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	return other
 }
 
 // ApplyBatch hands configuration entries to the FSM: they advance AppliedIndex.

@@ -27,6 +27,9 @@ func (n *Node) Handle(ctx context.Context, req kmsg.Request) (kmsg.Response, err
 	if v := req.GetVersion(); v < rng.min || v > rng.max {
 		return nil, fmt.Errorf("controller: unsupported version %d of %s", v, kmsg.NameForKey(req.Key()))
 	}
+	if env, ok := req.(*kmsg.EnvelopeRequest); ok {
+		return n.handleEnvelope(ctx, env), nil
+	}
 	c := n.active.Load()
 	if c == nil {
 		return errorResponse(req, kerr.NotController.Code), nil
@@ -132,6 +135,9 @@ func (h kafkaHandler) Handle(ctx context.Context, req *protocol.Request) protoco
 			return protocol.Response{Close: true}
 		}
 	}
+	// A request not in an envelope is its connection's: its principal and
+	// client id are the caller's (an envelope names another).
+	ctx = WithCaller(ctx, Caller{Principal: req.Conn.Principal(), ClientID: req.ClientIDString()})
 	resp, err := h.n.Handle(ctx, req.Body)
 	if err != nil {
 		h.n.log.Warn("closing controller connection", "err", err, "client", req.ClientIDString())

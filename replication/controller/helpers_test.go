@@ -11,6 +11,9 @@ type testFSM struct {
 	t   testing.TB
 	f   *fsm
 	idx uint64
+	// pol is the election policy fence uses: Kafka's model without
+	// eligible leader replicas unless a test sets elr.
+	pol policy
 }
 
 func newTestFSM(t testing.TB) *testFSM {
@@ -69,7 +72,7 @@ func (tf *testFSM) createTopic(name string, id byte, replicas ...[]int32) {
 func (tf *testFSM) fence(id int32) {
 	tf.t.Helper()
 	img := tf.img()
-	recs := append([]record{&fenceBrokerRecord{ID: id, Epoch: img.Brokers[id].Epoch}}, removeBrokerChanges(img, id, false)...)
+	recs := append([]record{&fenceBrokerRecord{ID: id, Epoch: img.Brokers[id].Epoch}}, removeBrokerChanges(img, id, tf.pol)...)
 	tf.apply(recs...)
 }
 

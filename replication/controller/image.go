@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/kbroker/kbroker/quota"
 	"github.com/kbroker/kbroker/security/acl"
 	"github.com/kbroker/kbroker/security/sasl/scram"
 )
@@ -22,7 +23,13 @@ type Image struct {
 	Topics         map[string]*Topic
 	TopicsByID     map[[16]byte]*Topic
 	BrokerConfigs  map[string]map[string]string // resource name: "" cluster default, "1" broker 1
+	GroupConfigs   map[string]map[string]string // group id: its dynamic group configs (share.*)
 	NextProducerID int64
+
+	// Features are the finalized feature levels (features.go), 0s
+	// included once set; FeaturesEpoch is the index of the last change.
+	Features      map[string]int16
+	FeaturesEpoch int64
 
 	// ACLSet is the ACLs of the metadata log (AccessControlEntry records),
 	// indexed for the authorizer; nil until the first ACL. acls holds them
@@ -32,6 +39,9 @@ type Image struct {
 	// ScramCredentials are the salted SCRAM credentials
 	// (UserScramCredential records).
 	ScramCredentials map[ScramKey]scram.Credential
+	// ClientQuotas are the client quotas (ClientQuota records); nil until
+	// the first.
+	ClientQuotas quota.Quotas
 }
 
 // BrokerInfo is one registered broker.
@@ -72,6 +82,17 @@ type Partition struct {
 	// removing ones: every replica of the old and new assignment is a replica
 	// until the adding ones have joined the ISR.
 	AddingReplicas, RemovingReplicas []int32
+	// ELR are the eligible leader replicas (KIP-966), sorted by id: replicas
+	// outside the ISR that hold every offset below the HW, because they
+	// left the ISR while it was smaller than min.insync.replicas (the HW
+	// does not advance then) and have not shut down uncleanly since. With
+	// the ISR empty, the first unfenced one in replica order may lead.
+	ELR []int32
+	// LastKnownELR is, while the partition has no leader and its ISR is
+	// empty, the leader it had when the ISR emptied (Kafka 4.x keeps the
+	// last known leader there): elected, as a last resort, once it is back
+	// if the ELR is empty by then.
+	LastKnownELR []int32
 }
 
 // Reassigning reports whether a reassignment of the partition is in progress.
@@ -88,6 +109,7 @@ func newEmptyImage() *Image {
 		Topics:        map[string]*Topic{},
 		TopicsByID:    map[[16]byte]*Topic{},
 		BrokerConfigs: map[string]map[string]string{},
+		GroupConfigs:  map[string]map[string]string{},
 	}
 }
 
@@ -177,6 +199,8 @@ func (p *Partition) clone() *Partition {
 	c.ISR = slices.Clone(p.ISR)
 	c.AddingReplicas = slices.Clone(p.AddingReplicas)
 	c.RemovingReplicas = slices.Clone(p.RemovingReplicas)
+	c.ELR = slices.Clone(p.ELR)
+	c.LastKnownELR = slices.Clone(p.LastKnownELR)
 	return &c
 }
 
@@ -203,8 +227,11 @@ type imageBuilder struct {
 	copiedBrokers bool
 	copiedTopics  bool
 	copiedConfigs bool
+	copiedGroups  bool
 	copiedACLs    bool
 	copiedScram   bool
+	copiedQuotas  bool
+	ownQuotas     map[quota.Entity]bool
 	ownTopics     map[string]bool
 	ownBrokers    map[int32]bool
 }
@@ -294,6 +321,29 @@ func (b *imageBuilder) brokerConfig(resource string) map[string]string {
 func (b *imageBuilder) dropEmptyBrokerConfig(resource string) {
 	if len(b.img.BrokerConfigs[resource]) == 0 {
 		delete(b.img.BrokerConfigs, resource)
+	}
+}
+
+// groupConfig returns a writable copy of one group's configs, creating it.
+func (b *imageBuilder) groupConfig(group string) map[string]string {
+	if !b.copiedGroups {
+		b.img.GroupConfigs = maps.Clone(b.img.GroupConfigs)
+		if b.img.GroupConfigs == nil {
+			b.img.GroupConfigs = map[string]map[string]string{}
+		}
+		b.copiedGroups = true
+	}
+	m := maps.Clone(b.img.GroupConfigs[group])
+	if m == nil {
+		m = map[string]string{}
+	}
+	b.img.GroupConfigs[group] = m
+	return m
+}
+
+func (b *imageBuilder) dropEmptyGroupConfig(group string) {
+	if len(b.img.GroupConfigs[group]) == 0 {
+		delete(b.img.GroupConfigs, group)
 	}
 }
 

@@ -20,6 +20,11 @@ import (
 type BrokerRegistration struct {
 	Listeners []Endpoint // a CONTROLLER endpoint is added when missing
 	Rack      string
+	// PreviousBrokerEpoch is the broker epoch this broker had when it last
+	// shut down cleanly (read from its clean-shutdown marker), -1 after an
+	// unclean shutdown (KIP-966: the controller then takes it out of the
+	// ISRs and eligible leader replicas, as it may have lost data).
+	PreviousBrokerEpoch int64
 }
 
 // ErrBrokerNotStarted is returned when the broker lifecycle has not been started.
@@ -30,8 +35,13 @@ type brokerLifecycle struct {
 	listeners   []Endpoint
 	rack        string
 	incarnation [16]byte
-	kick        chan struct{} // capacity 1: heartbeat now
-	done        chan struct{} // closed when the loop exits
+	// previousEpoch is what the next registration sends as
+	// PreviousBrokerEpoch: the clean-shutdown epoch at start, then the
+	// epoch of this process's last registration (its data never left
+	// memory, so it is whole).
+	previousEpoch int64
+	kick          chan struct{} // capacity 1: heartbeat now
+	done          chan struct{} // closed when the loop exits
 
 	// guarded by n.mu
 	epoch          int64
@@ -55,7 +65,8 @@ func (n *Node) StartBroker(reg BrokerRegistration) error {
 	}
 	l := &brokerLifecycle{
 		n: n, rack: reg.Rack, incarnation: newUUID(), listeners: append([]Endpoint(nil), reg.Listeners...),
-		kick: make(chan struct{}, 1), done: make(chan struct{}), epoch: -1, fenced: true, changed: make(chan struct{}),
+		previousEpoch: reg.PreviousBrokerEpoch,
+		kick:          make(chan struct{}, 1), done: make(chan struct{}), epoch: -1, fenced: true, changed: make(chan struct{}),
 	}
 	if !hasListener(l.listeners, ControllerListenerName) {
 		host, port, _ := net.SplitHostPort(n.advertised)
@@ -201,7 +212,11 @@ func (l *brokerLifecycle) requestTimeout() time.Duration {
 
 func (l *brokerLifecycle) register(ctx context.Context) error {
 	req := kmsg.NewPtrBrokerRegistrationRequest()
+	// Forward sends at the version set: v3+ carries PreviousBrokerEpoch
+	// (KIP-966), which v0-v2 would drop on the wire.
+	req.SetVersion(controllerAPIs[req.Key()].max)
 	req.BrokerID, req.IncarnationID = l.n.opts.NodeID, l.incarnation
+	req.PreviousBrokerEpoch = l.previousEpoch
 	req.ClusterID = l.n.Image().ClusterID
 	if req.ClusterID == "" {
 		req.ClusterID = l.n.opts.ClusterID
@@ -225,7 +240,7 @@ func (l *brokerLifecycle) register(ctx context.Context) error {
 		return err
 	}
 	l.update(func() { l.epoch, l.fenced = r.BrokerEpoch, true })
-	l.n.log.Info("broker registered", "epoch", r.BrokerEpoch)
+	l.n.log.Info("broker registered", "epoch", r.BrokerEpoch, "previous_clean_shutdown_epoch", req.PreviousBrokerEpoch)
 	l.heartbeatNow()
 	return nil
 }
@@ -251,7 +266,7 @@ func (l *brokerLifecycle) heartbeat(ctx context.Context, epoch int64, ready, shu
 	case 0:
 	case kerr.StaleBrokerEpoch.Code, kerr.BrokerIDNotRegistered.Code:
 		l.n.log.Warn("broker registration lost; registering again", "epoch", epoch, "err", kerr.ErrorForCode(r.ErrorCode))
-		l.update(func() { l.epoch, l.fenced = -1, true })
+		l.update(func() { l.epoch, l.fenced, l.previousEpoch = -1, true, epoch })
 		return false
 	default:
 		l.n.log.Warn("broker heartbeat refused", "err", kerr.ErrorForCode(r.ErrorCode))

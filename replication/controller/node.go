@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/protocol"
+	"github.com/kbroker/kbroker/quota"
 )
 
 // Node is one member of the metadata quorum: it runs Raft, applies the
@@ -41,6 +42,9 @@ type Node struct {
 	fsm      *fsm
 	client   *protocol.Pool
 	active   atomic.Pointer[controller]
+	// mutations measures callers' controller mutations while this node
+	// is the active controller (mutation.go).
+	mutations *quota.Manager
 
 	notify chan struct{} // wakes the subscriber dispatcher; capacity 1
 
@@ -80,7 +84,8 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	o.BootstrapScram = append(o.BootstrapScram, boot...)
-	n := &Node{opts: o, log: o.Logger.With("node", o.NodeID), notify: make(chan struct{}, 1), appliedCh: make(chan struct{})}
+	n := &Node{opts: o, log: o.Logger.With("node", o.NodeID), notify: make(chan struct{}, 1), appliedCh: make(chan struct{}),
+		mutations: quota.NewManager(quota.ControllerMutation, o.ControllerQuotaWindow, o.Now)}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	if err := n.start(); err != nil {
 		n.Close()
@@ -325,6 +330,10 @@ func (n *Node) ActiveControllerID() int32 {
 // IsActive reports whether this node is the active controller.
 func (n *Node) IsActive() bool { return n.active.Load() != nil }
 
+// MutationQuotas returns the controller mutation quota manager, for
+// metrics: its sensors fill while this node is the active controller.
+func (n *Node) MutationQuotas() *quota.Manager { return n.mutations }
+
 // KafkaListener returns the Kafka-protocol connections that arrived on the
 // controller port. Only meaningful with Options.ExternalKafkaServer;
 // otherwise the node serves them itself.
@@ -371,6 +380,7 @@ func (n *Node) runActive(ctx context.Context) {
 		err := n.raft.Barrier(n.opts.ElectionTimeout).Error()
 		if err == nil {
 			c = newController(&n.opts, n.fsm, raftProposer{n.raft}, raftQuorum{n.raft})
+			c.mutations = n.mutations
 			err = c.activate(ctx)
 		}
 		if err == nil {
@@ -407,6 +417,18 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // raftProposer commits through Raft; the future resolves after the local FSM
 // applied the entry.
 type raftProposer struct{ r *raft.Raft }
+
+// publish appends a commit marker without waiting for it: the append goes
+// to the followers at once and carries the leader's commit index, so they
+// apply what was just committed now (hashicorp/raft otherwise tells them
+// with its next append, up to twice CommitTimeout later). The marker is a
+// command, not a Raft barrier, so that the image's AppliedIndex keeps
+// reaching the commit index (WaitReady).
+func (p raftProposer) publish() {
+	if data, err := encodeEntry(&commitMarkerRecord{}); err == nil {
+		p.r.Apply(data, 0)
+	}
+}
 
 func (p raftProposer) propose(ctx context.Context, data []byte) (uint64, error) {
 	timeout := 10 * time.Second

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/sampled"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/security/principal"
 	"github.com/kbroker/kbroker/security/sasl/scram"
@@ -54,6 +55,12 @@ type Options struct {
 	// unclean.leader.election.enable; it may change dynamically. nil = false.
 	UncleanLeaderElectionEnable func() bool
 
+	// MinInsyncReplicas is the broker-level default of min.insync.replicas
+	// (below a dynamic cluster-wide value and topic overrides): elections
+	// keep eligible leader replicas while an ISR is smaller (KIP-966).
+	// Default 1.
+	MinInsyncReplicas int32
+
 	AutoLeaderRebalanceEnable    bool
 	LeaderImbalanceCheckInterval time.Duration // default 300s
 
@@ -65,7 +72,18 @@ type Options struct {
 	// or cluster default) that IncrementalAlterConfigs or AlterConfigs sets;
 	// nil accepts everything. A refusal answers INVALID_REQUEST with the
 	// error's text, as Kafka does for broker configs (KAFKA-13609).
-	ValidateBrokerConfig func(name, value string) error
+	ValidateBrokerConfig func(name, value string, perBroker bool) error
+
+	// ControllerQuotaWindow is controller.quota.window.num windows of
+	// controller.quota.window.size.seconds: the token buckets of the
+	// controller mutation quotas hold that many seconds of their rate.
+	// Default 11 windows of 1 s.
+	ControllerQuotaWindow sampled.Config
+	// ValidateGroupConfig validates a GROUP resource's configs as they
+	// would be after a change (all of them: some bounds relate two keys,
+	// as Kafka's GroupConfig.validate); nil accepts everything. A refusal
+	// answers INVALID_CONFIG with the error's text.
+	ValidateGroupConfig func(props map[string]string) error
 
 	// BootstrapScram are SCRAM credentials written with the cluster id when
 	// the first controller initializes the metadata log (kbroker format
@@ -147,6 +165,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.DefaultReplicationFactor <= 0 {
 		o.DefaultReplicationFactor = 1
+	}
+	if o.ControllerQuotaWindow.Samples <= 0 || o.ControllerQuotaWindow.Window <= 0 {
+		o.ControllerQuotaWindow = sampled.Config{Samples: 11, Window: time.Second}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

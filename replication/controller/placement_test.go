@@ -43,7 +43,7 @@ func TestPlaceShiftingStartAndFirstPartition(t *testing.T) {
 func TestPlaceDistribution(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	brokers := []int32{1, 2, 3, 4}
-	got, err := placeReplicas(brokers, 40, 3, 0, rnd)
+	got, err := placeReplicas(brokers, nil, 40, 3, 0, rnd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestPlaceStartIsRandom(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(7, 7))
 	firsts := map[int32]bool{}
 	for range 50 {
-		got, err := placeReplicas([]int32{1, 2, 3}, 1, 1, 0, rnd)
+		got, err := placeReplicas([]int32{1, 2, 3}, nil, 1, 1, 0, rnd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,16 +87,16 @@ func TestPlaceStartIsRandom(t *testing.T) {
 
 func TestPlaceReplicationFactorTooLarge(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 1))
-	if _, err := placeReplicas([]int32{1, 2}, 1, 3, 0, rnd); err == nil {
+	if _, err := placeReplicas([]int32{1, 2}, nil, 1, 3, 0, rnd); err == nil {
 		t.Fatal("RF 3 over 2 brokers: no error")
 	}
-	if _, err := placeReplicas(nil, 1, 1, 0, rnd); err == nil {
+	if _, err := placeReplicas(nil, nil, 1, 1, 0, rnd); err == nil {
 		t.Fatal("no brokers: no error")
 	}
-	if _, err := placeReplicas([]int32{1}, 1, 0, 0, rnd); err == nil {
+	if _, err := placeReplicas([]int32{1}, nil, 1, 0, 0, rnd); err == nil {
 		t.Fatal("RF 0: no error")
 	}
-	got, err := placeReplicas([]int32{5}, 3, 1, 0, rnd)
+	got, err := placeReplicas([]int32{5}, nil, 3, 1, 0, rnd)
 	if err != nil || len(got) != 3 || got[2][0] != 5 {
 		t.Fatalf("single broker: %v %v", got, err)
 	}

@@ -30,7 +30,7 @@ const recordVersion = 1
 // maxRecordVersion is the newest version this build reads of each record
 // kind that has more than version 1.
 var maxRecordVersion = map[string]int{
-	"PartitionChange": 2, // reassignment fields, leader epoch bump
+	"PartitionChange": 3, // 2: reassignment fields, leader epoch bump; 3: eligible leader replicas
 }
 
 func maxVersionOf(kind string) int {
@@ -83,6 +83,11 @@ func (u *uuid) UnmarshalText(b []byte) error {
 }
 
 func (u uuid) String() string { s, _ := u.MarshalText(); return string(s) }
+
+// commitMarkerRecord changes nothing: the active controller appends one
+// after committing a change clients act on at once, so that the followers
+// learn the commit now (raftProposer.publish).
+type commitMarkerRecord struct{}
 
 // initClusterRecord sets the cluster id once, when the first controller activates.
 type initClusterRecord struct {
@@ -163,22 +168,32 @@ type createPartitionsRecord struct {
 // BumpLeaderEpoch is set (replicas were removed: Kafka's
 // triggerLeaderEpochBumpForReplicaReassignmentIfNeeded fences their fetches).
 //
+// ELR and LastKnownELR, when not nil, set the partition's eligible leader
+// replicas and last known leader (KIP-966; an empty list clears them); nil
+// leaves them as they are, like Kafka's null fields.
+//
 // Version 2 (Replicas non-nil or BumpLeaderEpoch): a version 1 node would
-// lose the reassignment fields, so it refuses the record instead.
+// lose the reassignment fields, so it refuses the record instead. Version 3
+// (ELR or LastKnownELR set): the same for the eligible leader replicas.
 type partitionChangeRecord struct {
-	Topic           string  `json:"topic"`
-	TopicID         uuid    `json:"topicId"`
-	Partition       int32   `json:"partition"`
-	Leader          int32   `json:"leader"`
-	ISR             []int32 `json:"isr"`
-	Replicas        []int32 `json:"replicas,omitempty"`
-	Adding          []int32 `json:"adding,omitempty"`
-	Removing        []int32 `json:"removing,omitempty"`
-	BumpLeaderEpoch bool    `json:"bumpLeaderEpoch,omitempty"`
+	Topic           string   `json:"topic"`
+	TopicID         uuid     `json:"topicId"`
+	Partition       int32    `json:"partition"`
+	Leader          int32    `json:"leader"`
+	ISR             []int32  `json:"isr"`
+	Replicas        []int32  `json:"replicas,omitempty"`
+	Adding          []int32  `json:"adding,omitempty"`
+	Removing        []int32  `json:"removing,omitempty"`
+	BumpLeaderEpoch bool     `json:"bumpLeaderEpoch,omitempty"`
+	ELR             *[]int32 `json:"elr,omitempty"`
+	LastKnownELR    *[]int32 `json:"lastKnownElr,omitempty"`
 }
 
 func (r *partitionChangeRecord) version() int {
-	if r.Replicas != nil || r.BumpLeaderEpoch {
+	switch {
+	case r.ELR != nil || r.LastKnownELR != nil:
+		return 3
+	case r.Replicas != nil || r.BumpLeaderEpoch:
 		return 2
 	}
 	return 1
@@ -188,6 +203,7 @@ func (r *partitionChangeRecord) version() int {
 const (
 	resourceTopic  int8 = 2
 	resourceBroker int8 = 4
+	resourceGroup  int8 = 32 // KIP-848/KIP-932 group configs
 )
 
 // setConfigRecord sets (Value non-nil) or deletes one config of a topic, a broker
@@ -207,6 +223,7 @@ type producerIDsRecord struct {
 }
 
 func (*initClusterRecord) kind() string        { return "InitCluster" }
+func (*commitMarkerRecord) kind() string       { return "CommitMarker" }
 func (*activationRecord) kind() string         { return "Activation" }
 func (*registerBrokerRecord) kind() string     { return "RegisterBroker" }
 func (*fenceBrokerRecord) kind() string        { return "FenceBroker" }
@@ -222,6 +239,8 @@ func (*producerIDsRecord) kind() string        { return "AllocateProducerIDs" }
 
 var recordKinds = map[string]func() record{
 	"InitCluster":               func() record { return new(initClusterRecord) },
+	"FeatureLevel":              func() record { return new(featureLevelRecord) },
+	"CommitMarker":              func() record { return new(commitMarkerRecord) },
 	"Activation":                func() record { return new(activationRecord) },
 	"RegisterBroker":            func() record { return new(registerBrokerRecord) },
 	"FenceBroker":               func() record { return new(fenceBrokerRecord) },
@@ -238,6 +257,7 @@ var recordKinds = map[string]func() record{
 	"RemoveAccessControlEntry":  func() record { return new(removeAccessControlEntryRecord) },
 	"UserScramCredential":       func() record { return new(userScramCredentialRecord) },
 	"RemoveUserScramCredential": func() record { return new(removeUserScramCredentialRecord) },
+	"ClientQuota":               func() record { return new(clientQuotaRecord) },
 }
 
 const batchKind = "Batch"

@@ -34,6 +34,9 @@ var controllerAPIs = map[int16]apiRange{
 	(&kmsg.CreateACLsRequest{}).Key():                 {0, 3},
 	(&kmsg.DeleteACLsRequest{}).Key():                 {0, 3},
 	(&kmsg.AlterUserSCRAMCredentialsRequest{}).Key():  {0, 0},
+	(&kmsg.UpdateFeaturesRequest{}).Key():             {0, 2},
+	(&kmsg.AlterClientQuotasRequest{}).Key():          {0, 1},
+	(&kmsg.EnvelopeRequest{}).Key():                   {0, 0},
 }
 
 var (

@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kbroker/kbroker/security/internal/fuzzseed"
+	"github.com/kbroker/kbroker/internal/fuzzseed"
 	"github.com/kbroker/kbroker/security/principal"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kbroker/kbroker/security/internal/fuzzseed"
+	"github.com/kbroker/kbroker/internal/fuzzseed"
 )
 
 func TestParsePlainServerConfig(t *testing.T) {

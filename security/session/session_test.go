@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kbroker/kbroker/security/internal/fuzzseed"
+	"github.com/kbroker/kbroker/internal/fuzzseed"
 	"github.com/kbroker/kbroker/security/sasl"
 	"github.com/kbroker/kbroker/security/sasl/plain"
 	"github.com/kbroker/kbroker/security/sasl/scram"

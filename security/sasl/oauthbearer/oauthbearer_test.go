@@ -22,7 +22,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	koauth "github.com/twmb/franz-go/pkg/sasl/oauth"
 
-	"github.com/kbroker/kbroker/security/internal/fuzzseed"
+	"github.com/kbroker/kbroker/internal/fuzzseed"
 	"github.com/kbroker/kbroker/security/sasl"
 )
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kbroker/kbroker/security/internal/fuzzseed"
+	"github.com/kbroker/kbroker/internal/fuzzseed"
 	"github.com/kbroker/kbroker/security/sasl"
 )
 

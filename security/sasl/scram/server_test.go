@@ -8,7 +8,7 @@ import (
 
 	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/kbroker/kbroker/security/internal/fuzzseed"
+	"github.com/kbroker/kbroker/internal/fuzzseed"
 	"github.com/kbroker/kbroker/security/sasl"
 )
 

@@ -1,0 +1,82 @@
+package main
+
+// Syncs of a kbroker run: the storage counters its brokers export on
+// /metrics (kbroker_storage_*), read as the clock starts and when the run
+// ends, so that a durable-acks run (w2-durable, flush.messages=1) says how
+// many fsyncs per second its acknowledgements cost.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// syncCounts are the brokers' storage sync counters, summed.
+type syncCounts struct {
+	DataSyncs, DirSyncs, Rounds, LogFlushes float64
+}
+
+func (a syncCounts) minus(b syncCounts) syncCounts {
+	return syncCounts{a.DataSyncs - b.DataSyncs, a.DirSyncs - b.DirSyncs, a.Rounds - b.Rounds, a.LogFlushes - b.LogFlushes}
+}
+
+// syncMetrics maps the exported series to the fields they add to.
+var syncMetrics = map[string]func(*syncCounts) *float64{
+	`kbroker_storage_syncs_total{kind="data"}`:  func(c *syncCounts) *float64 { return &c.DataSyncs },
+	`kbroker_storage_syncs_total{kind="dir"}`:   func(c *syncCounts) *float64 { return &c.DirSyncs },
+	"kbroker_storage_group_commit_rounds_total": func(c *syncCounts) *float64 { return &c.Rounds },
+	"kbroker_storage_log_flushes_total":         func(c *syncCounts) *float64 { return &c.LogFlushes },
+}
+
+// scrapeSyncs sums the sync counters of the brokers at addrs.
+func scrapeSyncs(ctx context.Context, addrs []string) (syncCounts, error) {
+	var sum syncCounts
+	for _, addr := range addrs {
+		c, err := scrapeOne(ctx, addr)
+		if err != nil {
+			return syncCounts{}, err
+		}
+		sum = syncCounts{sum.DataSyncs + c.DataSyncs, sum.DirSyncs + c.DirSyncs, sum.Rounds + c.Rounds, sum.LogFlushes + c.LogFlushes}
+	}
+	return sum, nil
+}
+
+func scrapeOne(ctx context.Context, addr string) (syncCounts, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	if err != nil {
+		return syncCounts{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return syncCounts{}, fmt.Errorf("scraping %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	var c syncCounts
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		field := syncMetrics[name]
+		if !ok || field == nil {
+			continue
+		}
+		if v, err := strconv.ParseFloat(value, 64); err == nil {
+			*field(&c) = v
+		}
+	}
+	return c, sc.Err()
+}
+
+// perSec is a count over the run's timed part.
+func (r loadResult) perSec(n float64) float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return n / r.Elapsed.Seconds()
+}

@@ -1,0 +1,161 @@
+package fetchsession
+
+import (
+	"container/list"
+	"math"
+	"sync"
+	"time"
+)
+
+// The session epochs with a meaning of their own (Kafka's FetchMetadata).
+const (
+	// FinalEpoch asks for a sessionless full fetch, closing the session
+	// named by id if any.
+	FinalEpoch int32 = -1
+	// InitialEpoch asks for a full fetch that creates a session.
+	InitialEpoch int32 = 0
+)
+
+// NextEpoch is the epoch after epoch: it wraps to 1, never back to the
+// epochs of full fetches.
+func NextEpoch(epoch int32) int32 {
+	if epoch < 0 || epoch == math.MaxInt32 {
+		return 1
+	}
+	return epoch + 1
+}
+
+// Key names a partition of a session: by topic id in a session of Fetch
+// v13+ (Topic empty), by name below (TopicID zero).
+type Key struct {
+	TopicID   [16]byte
+	Topic     string
+	Partition int32
+}
+
+// Params are one partition's fetch parameters as a request lists them.
+type Params struct {
+	FetchOffset        int64
+	CurrentLeaderEpoch int32
+	LastFetchedEpoch   int32
+	LogStartOffset     int64
+	MaxBytes           int32
+}
+
+// Partition is a partition to read with its parameters.
+type Partition struct {
+	Key
+	Params
+}
+
+// cachedPartition is a session's partition: the parameters of the last
+// request that listed it, and what the last response that carried it said.
+type cachedPartition struct {
+	Partition
+	// highWatermark is -1 after an error, so that the partition is answered
+	// again once the error is gone.
+	highWatermark    int64
+	lastStableOffset int64
+	logStartOffset   int64
+}
+
+// news reports whether r must be answered to a fetcher that last heard
+// what c holds (Kafka's CachedPartition.maybeUpdateResponseData); with
+// update, c takes r's offsets.
+func (c *cachedPartition) news(r Result, update bool) bool {
+	must := r.Records || r.PreferredReadReplica >= 0 || r.Diverging || r.ErrorCode != 0 ||
+		c.highWatermark != r.HighWatermark || c.lastStableOffset != r.LastStableOffset ||
+		c.logStartOffset != r.LogStartOffset
+	if update {
+		c.highWatermark, c.lastStableOffset, c.logStartOffset = r.HighWatermark, r.LastStableOffset, r.LogStartOffset
+		if r.ErrorCode != 0 {
+			c.highWatermark = -1
+		}
+	}
+	return must
+}
+
+// Session is one incremental fetch session.
+type Session struct {
+	id           int32
+	privileged   bool // created by a follower
+	usesTopicIDs bool // created by Fetch v13+
+	created      time.Time
+
+	// The cache's bookkeeping, guarded by Cache.mu.
+	lastUsed time.Time
+	// size is the partition count at the last use: the value eviction
+	// compares.
+	size int
+	// evictableByPrivileged and evictableByAll say, as of the last use,
+	// who may evict the session while it is not stale.
+	evictableByPrivileged, evictableByAll bool
+
+	mu    sync.Mutex // guards the fields below
+	epoch int32      // the epoch the next request must carry
+	order *list.List // of *cachedPartition, the order partitions are read in
+	byKey map[Key]*list.Element
+}
+
+func newSession(id int32, privileged, usesTopicIDs bool, now time.Time) *Session {
+	return &Session{
+		id: id, privileged: privileged, usesTopicIDs: usesTopicIDs, created: now, lastUsed: now,
+		epoch: NextEpoch(InitialEpoch), order: list.New(), byKey: make(map[Key]*list.Element),
+	}
+}
+
+// ID is the session's id.
+func (s *Session) ID() int32 { return s.id }
+
+// addLocked adds or updates a partition's request parameters. Must be
+// called with mu held.
+func (s *Session) addLocked(p Partition) *cachedPartition {
+	if e, ok := s.byKey[p.Key]; ok {
+		c := e.Value.(*cachedPartition)
+		c.Params = p.Params
+		return c
+	}
+	c := &cachedPartition{Partition: p, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1}
+	s.byKey[p.Key] = s.order.PushBack(c)
+	return c
+}
+
+// updateLocked merges an incremental request: listed partitions are added
+// or take the request's parameters, forgotten ones go. Must be called with
+// mu held.
+func (s *Session) updateLocked(listed []Partition, forgotten []Key) {
+	for _, p := range listed {
+		s.addLocked(p)
+	}
+	for _, k := range forgotten {
+		if e, ok := s.byKey[k]; ok {
+			s.order.Remove(e)
+			delete(s.byKey, k)
+		}
+	}
+}
+
+// partitionsLocked lists the session's partitions in reading order. Must be
+// called with mu held.
+func (s *Session) partitionsLocked() []*cachedPartition {
+	out := make([]*cachedPartition, 0, s.order.Len())
+	for e := s.order.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value.(*cachedPartition))
+	}
+	return out
+}
+
+// toBackLocked moves a partition that returned records behind the others.
+// Must be called with mu held.
+func (s *Session) toBackLocked(k Key) {
+	if e, ok := s.byKey[k]; ok {
+		s.order.MoveToBack(e)
+	}
+}
+
+// Len is the number of partitions in the session.
+func (s *Session) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.order.Len()
+}
