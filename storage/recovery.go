@@ -229,7 +229,7 @@ func (l *Log) loadLocked(st LogState) error {
 	if err := l.loadEpochCacheLocked(); err != nil {
 		return err
 	}
-	if err := l.loadTxnIndexesLocked(segs); err != nil {
+	if err := l.loadTxnIndexesLocked(segs, rp); err != nil {
 		return err
 	}
 	if lso > leo {

@@ -137,7 +137,7 @@ func newSegment(dir string, base int64, env *fileEnv) *segment {
 		env:                  env,
 		index:                newOffsetIndex(segmentFileName(dir, base, indexSuffix), base, env),
 		timeIndex:            newTimeIndex(segmentFileName(dir, base, timeIndexSuffix), base, env),
-		txn:                  newTxnIndex(segmentFileName(dir, base, txnIndexSuffix), env.fs),
+		txn:                  newTxnIndex(segmentFileName(dir, base, txnIndexSuffix), env),
 		maxTimestamp:         -1,
 		offsetOfMaxTimestamp: -1,
 	}

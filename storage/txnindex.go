@@ -27,8 +27,9 @@ import (
 // segment's data, so an entry below the recovery point is on disk. The
 // entries are kept in memory too: a read_committed fetch reads them there.
 // Recovery drops entries whose marker lies beyond the segment's last
-// valid batch, and the replay of producer state from the recovery point
-// (rebuildProducerStateLocked) appends those a crash lost. Truncation cuts
+// valid batch or at or after the recovery point, and the replay of
+// producer state from the recovery point (rebuildProducerStateLocked)
+// appends the entries of the markers there again. Truncation cuts
 // the entries at the new log end; a deleted segment takes its index along.
 
 const (
@@ -40,7 +41,7 @@ const (
 // txnIndex is the .txnindex of one segment.
 type txnIndex struct {
 	path string
-	fs   vfs.FS // the log's file system (opts.FS), so crash suites see the index
+	env  *fileEnv // its fs is the log's (opts.FS), so crash suites see the index
 
 	mu      sync.Mutex // guards the following
 	entries []AbortedTxn
@@ -51,7 +52,7 @@ type txnIndex struct {
 	created bool
 }
 
-func newTxnIndex(path string, fsys vfs.FS) *txnIndex { return &txnIndex{path: path, fs: fsys} }
+func newTxnIndex(path string, env *fileEnv) *txnIndex { return &txnIndex{path: path, env: env} }
 
 func appendAbortedTxn(dst []byte, t AbortedTxn) []byte {
 	dst = binary.BigEndian.AppendUint16(dst, abortedTxnVersion)
@@ -63,7 +64,8 @@ func appendAbortedTxn(dst []byte, t AbortedTxn) []byte {
 
 // decodeAbortedTxns parses a .txnindex. A trailing partial entry (a torn
 // write) is dropped with ok entries before it kept; an entry of an
-// unknown version, or out of marker order, ends the valid prefix too.
+// unknown version, one whose marker does not follow its first offset (a
+// zeroed entry), or one out of marker order ends the valid prefix too.
 // It returns the valid entries and why it stopped early.
 func decodeAbortedTxns(b []byte) ([]AbortedTxn, error) {
 	var out []AbortedTxn
@@ -76,6 +78,11 @@ func decodeAbortedTxns(b []byte) ([]AbortedTxn, error) {
 			FirstOffset:      int64(binary.BigEndian.Uint64(b[10:])),
 			LastOffset:       int64(binary.BigEndian.Uint64(b[18:])),
 			LastStableOffset: int64(binary.BigEndian.Uint64(b[26:])),
+		}
+		if t.FirstOffset < 0 || t.LastOffset <= t.FirstOffset {
+			// A transaction's data precedes its marker; a zeroed entry (a
+			// crash kept the file's size but not its data) says otherwise.
+			return out, fmt.Errorf("%w: transaction index entry %d spans [%d, %d]", ErrCorruptIndex, len(out), t.FirstOffset, t.LastOffset)
 		}
 		if n := len(out); n > 0 && t.LastOffset <= out[n-1].LastOffset {
 			return out, fmt.Errorf("%w: transaction index entry %d ends at %d, not after %d", ErrCorruptIndex, n, t.LastOffset, out[n-1].LastOffset)
@@ -90,10 +97,9 @@ func decodeAbortedTxns(b []byte) ([]AbortedTxn, error) {
 }
 
 // load reads the file, keeping only entries whose marker is below
-// nextOffset (the segment's end); the file is cut to them when it held
-// more or a bad tail.
-func (x *txnIndex) load(nextOffset int64) (dropped int, err error) {
-	data, err := vfs.ReadFile(x.fs, x.path)
+// upTo; the file is cut to them when it held more or a bad tail.
+func (x *txnIndex) load(upTo int64) (dropped int, err error) {
+	data, err := vfs.ReadFile(x.env.fs, x.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -102,7 +108,7 @@ func (x *txnIndex) load(nextOffset int64) (dropped int, err error) {
 	}
 	entries, bad := decodeAbortedTxns(data)
 	n := len(entries)
-	for n > 0 && entries[n-1].LastOffset >= nextOffset {
+	for n > 0 && entries[n-1].LastOffset >= upTo {
 		n--
 	}
 	x.mu.Lock()
@@ -119,13 +125,13 @@ func (x *txnIndex) load(nextOffset int64) (dropped int, err error) {
 // there are none). Must be called with mu held.
 func (x *txnIndex) rewriteLocked() error {
 	if len(x.entries) == 0 {
-		if err := x.fs.Remove(x.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := x.env.fs.Remove(x.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return diskError("remove transaction index", err)
 		}
 		x.written, x.synced = 0, 0
 		return nil
 	}
-	if err := x.fs.Truncate(x.path, int64(len(x.entries))*abortedTxnSize); err != nil {
+	if err := x.env.fs.Truncate(x.path, int64(len(x.entries))*abortedTxnSize); err != nil {
 		return diskError("truncate transaction index", err)
 	}
 	x.written = len(x.entries)
@@ -144,7 +150,7 @@ func (x *txnIndex) append(t AbortedTxn) error {
 	if x.written == 0 {
 		x.created = true
 	}
-	f, err := x.fs.OpenFile(x.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := x.env.fs.OpenFile(x.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return diskError("open transaction index", err)
 	}
@@ -172,7 +178,7 @@ func (x *txnIndex) syncLocked() error {
 	if x.synced == x.written {
 		return nil
 	}
-	f, err := x.fs.OpenFile(x.path, os.O_WRONLY, 0)
+	f, err := x.env.fs.OpenFile(x.path, os.O_WRONLY, 0)
 	if err != nil {
 		return diskError("open transaction index", err)
 	}
@@ -184,7 +190,7 @@ func (x *txnIndex) syncLocked() error {
 		return diskError("sync transaction index", err)
 	}
 	if x.created {
-		if err := syncDir(x.fs, filepath.Dir(x.path)); err != nil {
+		if err := syncDir(x.env.fs, filepath.Dir(x.path)); err != nil {
 			return err
 		}
 		x.created = false
@@ -242,9 +248,16 @@ func (x *txnIndex) all() []AbortedTxn {
 }
 
 // loadTxnIndexesLocked reads the .txnindex of every segment that has one,
-// dropping entries beyond the segment's end. Must be called with appendMu
-// held, at open.
-func (l *Log) loadTxnIndexesLocked(segs []*segment) error {
+// keeping only the entries whose marker lies below both the segment's end
+// and the recovery point rp: the replay of producer state from the
+// recovery point (rebuildProducerStateLocked) writes the entries of the
+// markers at or after it again, as Kafka rebuilds the transaction index of
+// every segment it recovers. An entry at or after the recovery point may
+// be stale: a truncation cut it from the index after the log, and a crash
+// can undo an unsynced cut (the crash suite found an entry naming a marker
+// that a truncation had removed). Must be called with appendMu held, at
+// open.
+func (l *Log) loadTxnIndexesLocked(segs []*segment, rp int64) error {
 	des, err := l.env.fs.ReadDir(l.dir)
 	if err != nil {
 		return diskError("list log dir", err)
@@ -259,13 +272,14 @@ func (l *Log) loadTxnIndexesLocked(segs []*segment) error {
 		if !present[s.baseOffset] {
 			continue
 		}
-		dropped, err := s.txn.load(s.nextOffset.Load())
+		end := s.nextOffset.Load()
+		dropped, err := s.txn.load(min(end, rp))
 		if err != nil {
 			return err
 		}
 		if dropped > 0 {
-			l.logger.Warn("storage: dropped transaction index entries beyond the segment's valid data",
-				"segment", s.String(), "entries", dropped)
+			l.logger.Warn("storage: dropped transaction index entries at or after the recovery point or past the segment's valid data; the replay from the recovery point writes those of the log again",
+				"segment", s.String(), "entries", dropped, "recovery_point", rp)
 		}
 	}
 	return nil
