@@ -180,15 +180,16 @@ func (p *Partition) ReadForConsumerAt(iso Isolation, offset int64, maxBytes int3
 	return p.readConsumerLocked(p.offsetsLocked(), iso, offset, maxBytes, minOneBatch)
 }
 
-// checkHWCaughtUpLocked refuses consumers (OFFSET_NOT_AVAILABLE, retriable)
-// while a new leader's HW is below the offset its epoch started at: the HW
-// it took over (its own, or a checkpoint after a restart) can be older than
-// the one its predecessor served, and consumers must never see the high
-// watermark or the last stable offset move back. The HW reaches the epoch
-// start once the ISR has fetched up to it. Kafka refuses ListOffsets so
-// ("the leader is not able to guarantee monotonically increasing offsets
-// due to a recent leader election and high-water mark lag"); kbroker
-// refuses consumer fetches too. Must be called with mu held.
+// checkHWCaughtUpLocked refuses consumer fetches (OFFSET_NOT_AVAILABLE,
+// retriable) while a new leader's HW is below the offset its epoch started
+// at: the HW it took over (its own, or a checkpoint after a restart) can be
+// older than the one its predecessor served, and consumers must never see
+// the high watermark or the last stable offset move back. The HW reaches
+// the epoch start once the ISR has fetched up to it. Kafka refuses
+// ListOffsets so ("the leader is not able to guarantee monotonically
+// increasing offsets due to a recent leader election and high-water mark
+// lag"; ListOffsetAt's lagging rule); kbroker refuses consumer fetches too.
+// Must be called with mu held.
 func (p *Partition) checkHWCaughtUpLocked() error {
 	if p.log.HighWatermark() < p.leaderEpochStartOffset {
 		return kerr.OffsetNotAvailable

@@ -42,11 +42,6 @@ func (p *Partition) ListOffsetAt(iso Isolation, ts int64, currentLeaderEpoch int
 	if err := p.checkEpochLocked(currentLeaderEpoch); err != nil {
 		return OffsetLookup{}, err
 	}
-	if !fromReplica {
-		if err := p.checkHWCaughtUpLocked(); err != nil {
-			return OffsetLookup{}, err
-		}
-	}
 	end := p.log.HighWatermark()
 	switch {
 	case fromReplica:
@@ -56,8 +51,9 @@ func (p *Partition) ListOffsetAt(iso Isolation, ts int64, currentLeaderEpoch int
 	}
 	none := OffsetLookup{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
 	// A new leader whose HW has not yet reached its epoch's start offset
-	// does not know the committed end yet (Kafka's fetchOffsetForTimestamp).
-	lagging := !fromReplica && p.leaderEpochStartOffset > end
+	// does not know the committed end yet (Kafka's fetchOffsetForTimestamp:
+	// the HW, not the LSO, is compared).
+	lagging := !fromReplica && p.leaderEpochStartOffset > p.log.HighWatermark()
 	switch ts {
 	case LatestTimestamp:
 		if lagging {
