@@ -234,3 +234,55 @@ func TestTxnReadCommittedFromFollower(t *testing.T) {
 		t.Fatalf("the rack-b broker served no consumer bytes as a follower (followers that served: %v)", servedBy)
 	}
 }
+
+// transactionEpochs runs three transactions (commit, abort, commit) with a
+// new transactional producer and returns its producer epoch after
+// InitProducerId and after the transactions.
+func transactionEpochs(t *testing.T, seeds []string, topic string) (before, after int16) {
+	t.Helper()
+	ctx := ctxTimeout(t, time.Minute)
+	cl := txnProducer(t, seeds, uniqueTopic("tv"))
+	_, before, err := cl.ProducerID(ctx)
+	must(t, err, "InitProducerId")
+	must(t, produceTxn(ctx, cl, topic, values("c-", 5), true), "first transaction")
+	must(t, produceTxn(ctx, cl, topic, values("a-", 5), false), "aborted transaction")
+	must(t, produceTxn(ctx, cl, topic, values("c-", 5), true), "last transaction")
+	_, after, err = cl.ProducerID(ctx)
+	must(t, err, "producer id after the transactions")
+	return before, after
+}
+
+// transaction.version decides which flow clients use (KIP-890): at 2, as a
+// new cluster finalizes it, franz-go ends each transaction with EndTxn v5
+// and the coordinator bumps the producer's epoch every time; after
+// UpdateFeatures lowers it to 1, a new client keeps the TV1 flow (EndTxn
+// v4, Produce v11 behind AddPartitionsToTxn), the epoch stays, and
+// read_committed still sees only the committed records. As in Kafka, the
+// broker follows the versions each request uses.
+func TestTxnTransactionVersionDowngrade(t *testing.T) {
+	tg := singleNode(t)
+	adm := newAdmin(t, tg.seeds)
+	topic := newTopic(t, adm, 2, 1, nil)
+	if before, after := transactionEpochs(t, tg.seeds, topic); after != before+3 {
+		t.Fatalf("transaction.version 2: producer epoch %d after three transactions begun at %d, want one bump per transaction", after, before)
+	}
+
+	admin := newClient(t, tg.seeds)
+	ctx := ctxTimeout(t, time.Minute)
+	req := kmsg.NewPtrUpdateFeaturesRequest()
+	u := kmsg.NewUpdateFeaturesRequestFeatureUpdate()
+	u.Feature, u.MaxVersionLevel, u.UpgradeType = "transaction.version", 1, 2 // safe downgrade
+	req.FeatureUpdates, req.TimeoutMillis = []kmsg.UpdateFeaturesRequestFeatureUpdate{u}, 15000
+	resp, err := req.RequestWith(ctx, admin)
+	must(t, err, "UpdateFeatures")
+	must(t, kerr.ErrorForCode(resp.ErrorCode), "UpdateFeatures transaction.version 1")
+	if _, f := apiVersionFeatures(ctx, t, admin); f["transaction.version"] != 1 {
+		t.Fatalf("transaction.version finalized at %d after the downgrade, want 1", f["transaction.version"])
+	}
+	if before, after := transactionEpochs(t, tg.seeds, topic); after != before {
+		t.Fatalf("transaction.version 1: producer epoch %d after three transactions begun at %d, want no bump", after, before)
+	}
+	if got := countPrefixes(readValues(t, tg.seeds, topic, 20, 20*time.Second, true)); got["c"] != 20 || len(got) != 1 {
+		t.Fatalf("read_committed got %v, want the 20 committed records of both runs", got)
+	}
+}
