@@ -27,22 +27,14 @@ func shareConsumer(t *testing.T, seeds []string, group, topic string) *kgo.Clien
 // is one too many), or until d passes.
 func shareValues(t *testing.T, cl *kgo.Client, want int, d time.Duration) []string {
 	t.Helper()
-	ctx := ctxTimeout(t, d)
-	var out []string
-	extra := ctx
-	for ctx.Err() == nil && extra.Err() == nil {
-		if len(out) >= want && extra == ctx {
-			var cancel context.CancelFunc
-			extra, cancel = context.WithTimeout(ctx, time.Second)
-			defer cancel()
-		}
-		fs := cl.PollFetches(extra)
-		for _, r := range fs.Records() {
+	return collectValues(t, want, d, func(ctx context.Context) []string {
+		var out []string
+		for _, r := range cl.PollFetches(ctx).Records() {
 			out = append(out, string(r.Value))
 			r.Ack(kgo.AckAccept)
 		}
-	}
-	return out
+		return out
+	})
 }
 
 // countPrefixes counts values by their prefix up to the first '-'.

@@ -49,6 +49,23 @@ func readValues(t *testing.T, seeds []string, topic string, want int, d time.Dur
 	}
 	cl := newClient(t, seeds, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchIsolationLevel(iso), kgo.FetchMaxWait(200*time.Millisecond))
+	return collectValues(t, want, d, func(ctx context.Context) []string {
+		fs := cl.PollFetches(ctx)
+		fs.EachError(func(topic string, p int32, err error) {
+			if ctx.Err() == nil && !kerr.IsRetriable(err) {
+				t.Fatalf("fetch %s-%d: %v", topic, p, err)
+			}
+		})
+		var out []string
+		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
+		return out
+	})
+}
+
+// collectValues calls poll until it returned want values in all, then for
+// another second (a value beyond want is one too many), or until d passes.
+func collectValues(t *testing.T, want int, d time.Duration, poll func(context.Context) []string) []string {
+	t.Helper()
 	ctx := ctxTimeout(t, d)
 	var out []string
 	extra := ctx
@@ -58,13 +75,7 @@ func readValues(t *testing.T, seeds []string, topic string, want int, d time.Dur
 			extra, cancel = context.WithTimeout(ctx, time.Second)
 			defer cancel()
 		}
-		fs := cl.PollFetches(extra)
-		fs.EachError(func(topic string, p int32, err error) {
-			if extra.Err() == nil && !kerr.IsRetriable(err) {
-				t.Fatalf("fetch %s-%d: %v", topic, p, err)
-			}
-		})
-		fs.EachRecord(func(r *kgo.Record) { out = append(out, string(r.Value)) })
+		out = append(out, poll(extra)...)
 	}
 	return out
 }
