@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,8 +43,14 @@ type loadConfig struct {
 	Rate        float64       // records/s over all producers (0: as fast as possible)
 	Linger      time.Duration // franz-go's ProducerLinger (its default is 10ms)
 	Timeout     time.Duration // the run fails if not done by then (0: 5 minutes)
-	Mode        string        // produce, consume, e2e, groups, share, members
-	Pids        []int         // broker processes to measure (optional)
+	Mode        string        // produce, consume, consume-to-end, e2e, groups, share, members
+	// CommitEvery makes the producers transactional (produce): each
+	// commits its transaction every CommitEvery and begins the next.
+	CommitEvery time.Duration
+	// ReadCommitted reads with isolation_level=read_committed (consume,
+	// consume-to-end).
+	ReadCommitted bool
+	Pids          []int // broker processes to measure (optional)
 	// TopicConfigs are the topic's configs at creation (w2-durable:
 	// flush.messages=1).
 	TopicConfigs map[string]*string
@@ -166,7 +173,7 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadResult, error) {
 	if (cfg.Mode == "share" || cfg.Mode == "members") && cfg.Members <= 0 {
 		return loadResult{}, errors.New("a share or members run needs Members > 0")
 	}
-	reads := cfg.Mode == "consume" || cfg.Mode == "groups" || cfg.Mode == "share" || cfg.Mode == "members"
+	reads := cfg.Mode == "consume" || cfg.Mode == "consume-to-end" || cfg.Mode == "groups" || cfg.Mode == "share" || cfg.Mode == "members"
 	if !reads && cfg.Records <= 0 {
 		return loadResult{}, errors.New("a produce run needs a record cap (Records > 0)")
 	}
@@ -216,6 +223,8 @@ func runMode(ctx context.Context, cfg loadConfig, startClock, stopClock func()) 
 		return produce(ctx, cfg, nil, startClock)
 	case "consume":
 		return consume(ctx, cfg, startClock)
+	case "consume-to-end":
+		return consumeToEnd(ctx, cfg, startClock)
 	case "e2e":
 		return endToEnd(ctx, cfg, startClock)
 	case "groups":
@@ -223,7 +232,7 @@ func runMode(ctx context.Context, cfg loadConfig, startClock, stopClock func()) 
 	case "share", "members":
 		return consumeMembers(ctx, cfg, cfg.Mode == "share", startClock, stopClock)
 	}
-	return loadResult{}, fmt.Errorf("unknown mode %q (produce, consume, e2e, groups, share, members)", cfg.Mode)
+	return loadResult{}, fmt.Errorf("unknown mode %q (produce, consume, consume-to-end, e2e, groups, share, members)", cfg.Mode)
 }
 
 // The client settings of every target, stated in BENCHMARKS.md ("Rules
@@ -290,8 +299,13 @@ func producerClients(ctx context.Context, cfg loadConfig) ([]*kgo.Client, error)
 		return nil, err
 	}
 	var clients []*kgo.Client
-	for range cfg.Producers {
-		cl, err := kgo.NewClient(opts...)
+	for i := range cfg.Producers {
+		popts := opts
+		if cfg.CommitEvery > 0 {
+			id := fmt.Sprintf("kbench-%s-%d-%d", cfg.Topic, i, time.Now().UnixNano())
+			popts = append(slices.Clone(opts), kgo.TransactionalID(id))
+		}
+		cl, err := kgo.NewClient(popts...)
 		if err == nil {
 			clients = append(clients, cl)
 			err = cl.Ping(ctx)
@@ -396,7 +410,10 @@ func producePhase(ctx context.Context, cfg loadConfig, clients []*kgo.Client, n 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			txn := newTxnCommitter(ctx, cl, cfg.CommitEvery, ph)
+			defer txn.end()
 			for k := int64(0); k < quota && ctx.Err() == nil; k++ {
+				txn.maybeCommit()
 				pace(start, k, perRate)
 				sent := time.Now()
 				r := &kgo.Record{Value: shared}
@@ -455,15 +472,11 @@ func consume(ctx context.Context, cfg loadConfig, startClock func()) (loadResult
 	if want == 0 {
 		return loadResult{}, fmt.Errorf("topic %s is empty", cfg.Topic)
 	}
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, cfg.ClientOpts...)...)
+	cl, err := topicConsumer(ctx, cfg)
 	if err != nil {
 		return loadResult{}, err
 	}
 	defer cl.Close()
-	if err := cl.Ping(ctx); err != nil {
-		return loadResult{}, err
-	}
 	if startClock != nil {
 		startClock()
 	}
@@ -477,6 +490,22 @@ func consume(ctx context.Context, cfg loadConfig, startClock func()) (loadResult
 		return res, fmt.Errorf("consumed %d of %d records", res.Records, want)
 	}
 	return res, nil
+}
+
+// topicConsumer is a connected client reading cfg.Topic from the start,
+// with opts.
+func topicConsumer(ctx context.Context, cfg loadConfig, opts ...kgo.Opt) (*kgo.Client, error) {
+	all := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ConsumeTopics(cfg.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)
+	cl, err := kgo.NewClient(append(all, cfg.ClientOpts...)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := cl.Ping(ctx); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
 }
 
 // tally adds one poll's records, value bytes and errors (the context's
@@ -567,4 +596,104 @@ func waitCount(n *atomic.Int64, want int64, d time.Duration) bool {
 		time.Sleep(2 * time.Millisecond)
 	}
 	return true
+}
+
+// txnCommitter runs a transactional producer's transactions: one is open
+// from the start, and every commitEvery the producer flushes, commits it
+// and begins the next (kgo's EndAndBeginTransaction, safe: it waits for
+// the transaction's records). A zero commitEvery does nothing.
+type txnCommitter struct {
+	ctx    context.Context
+	cl     *kgo.Client
+	every  time.Duration
+	ph     *phase
+	last   time.Time
+	active bool
+}
+
+func newTxnCommitter(ctx context.Context, cl *kgo.Client, every time.Duration, ph *phase) *txnCommitter {
+	t := &txnCommitter{ctx: ctx, cl: cl, every: every, ph: ph, last: time.Now()}
+	if every > 0 {
+		t.active = true
+		t.fail(cl.BeginTransaction())
+	}
+	return t
+}
+
+func (t *txnCommitter) fail(err error) {
+	if err != nil {
+		t.ph.done(time.Time{}, fmt.Errorf("transaction: %w", err))
+	}
+}
+
+func (t *txnCommitter) maybeCommit() {
+	if !t.active || time.Since(t.last) < t.every {
+		return
+	}
+	// onEnd is required (kgo calls it unconditionally): it keeps the error.
+	t.fail(t.cl.EndAndBeginTransaction(t.ctx, kgo.EndBeginTxnSafe, kgo.TryCommit,
+		func(_ context.Context, err error) error { return err }))
+	t.last = time.Now()
+}
+
+// end commits the last transaction.
+func (t *txnCommitter) end() {
+	if !t.active {
+		return
+	}
+	if err := t.cl.Flush(t.ctx); err != nil {
+		t.fail(err)
+		return
+	}
+	t.fail(t.cl.EndTransaction(t.ctx, kgo.TryCommit))
+}
+
+// consumeToEnd reads the topic from the start until every partition's
+// position reaches the end offset it had when the run started, counting
+// data records only: transaction markers take offsets that no consumer is
+// given, so a count of offsets is no count of records. It reads control
+// records to follow the offsets, at the isolation level cfg says.
+func consumeToEnd(ctx context.Context, cfg loadConfig, startClock func()) (loadResult, error) {
+	ends, err := partitionEnds(ctx, cfg.Brokers, cfg.Topic)
+	if err != nil {
+		return loadResult{}, err
+	}
+	iso := kgo.ReadUncommitted()
+	if cfg.ReadCommitted {
+		iso = kgo.ReadCommitted()
+	}
+	cl, err := topicConsumer(ctx, cfg, kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords())
+	if err != nil {
+		return loadResult{}, err
+	}
+	defer cl.Close()
+	if startClock != nil {
+		startClock()
+	}
+	start := time.Now()
+	var res loadResult
+	next := map[int32]int64{}
+	behind := func() bool {
+		for p, end := range ends {
+			if next[p] < end {
+				return true
+			}
+		}
+		return false
+	}
+	for behind() && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			next[r.Partition] = max(next[r.Partition], r.Offset+1)
+			if !r.Attrs.IsControl() {
+				res.Records++
+				res.Bytes += int64(len(r.Value))
+			}
+		})
+	}
+	res.Elapsed = time.Since(start)
+	if behind() {
+		return res, fmt.Errorf("read up to %v of the end offsets %v", next, ends)
+	}
+	return res, nil
 }

@@ -155,7 +155,8 @@ func suiteCmd(ctx context.Context, args []string) error {
 	fs.StringVar(&cfg.Note, "note", "", "a note for the report header (e.g. the commit built)")
 	fs.BoolVar(&cfg.WarmMemory, "warm-memory", true, "touch the available memory once first, so no target pays the VM's first touch of memory")
 	targets := fs.String("targets", "kbroker,kfake,null,null-rf,kbroker-sasl-ssl", "targets, in alternation order (also: kbroker-b; null-rf and kbroker-sasl-ssl run w2 only)")
-	wls := fs.String("workloads", "w1,w2,w3,w2-acks1,w2-durable,w4,queue,restart,fetch-sessions,scram-conns", "w1, w2, w3 (reads w2's topic), w2-acks1, w2-durable (w2 with flush.messages=1, kbroker only), w4, "+
+	wls := fs.String("workloads", "w1,w2,w3,w2-acks1,w2-durable,w2-txn,w3-txn,w3-rc,w4,queue,restart,fetch-sessions,scram-conns", "w1, w2, w3 (reads w2's topic), w2-acks1, w2-durable (w2 with flush.messages=1, kbroker only), "+
+		"w2-txn (transactional w2), w3-txn and w3-rc (read w2-txn's topic, read_uncommitted and read_committed), w4, "+
 		"queue (qs-fill1, qs-share, qs-share-2000, qs-fill4, qs-classic: a share group against a classic group), restart, fetch-sessions, scram-conns; "+
 		"the scale workloads (make bench-scale): partitions, connections (conn-one, conn-idle, conn-many), consumers (cg-fill, cg-one, cg-many)")
 	cfg.Scale = defaultScale

@@ -57,6 +57,9 @@ var (
 		"w3":            {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
 		"w2-acks1":      produceM,
 		"w2-durable":    durableM,
+		"w2-txn":        produceM,
+		"w3-txn":        {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
+		"w3-rc":         {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
 		"w4":            {mCount, mRecs, mE2E50, mE2E99, mAck50, mAck99, mCPU, mCPURec, mHWM, mAnon},
 		"conn-one":      produceM,
 		"conn-idle":     append(slices.Clone(produceM), mIdleAnon, mIdleRSS, mIdleSock),
@@ -76,9 +79,12 @@ var (
 		"w3":         "consume all of w2's topic from the start, 3 brokers",
 		"w2-acks1":   "w2 with acks=1 (so not idempotent), RF=3, 3 brokers",
 		"w2-durable": "w2 with durable acks: flush.messages=1 on the topic (acknowledged once every ISR member fsynced it), RF=3, 3 brokers; kbroker only",
+		"w2-txn":     "w2 in transactions: each producer commits every 100 ms (EndAndBeginTransaction, safe), RF=3, 3 brokers",
+		"w3-txn":     "consume all of w2-txn's topic from the start, read_uncommitted, 3 brokers",
+		"w3-rc":      "consume all of w2-txn's topic from the start, read_committed (to the last stable offset, aborted lists), 3 brokers",
 		"w4":         "e2e at 5,000 records/s, 12 partitions, 1 KiB, acks=all (idempotent), RF=3, 3 brokers, linger 0",
 	}
-	reportOrder = []string{"w1", "w2", "w3", "w2-acks1", "w2-durable", "w4", "qs-fill1", "qs-share", "qs-share-2000", "qs-fill4", "qs-classic",
+	reportOrder = []string{"w1", "w2", "w3", "w2-acks1", "w2-durable", "w2-txn", "w3-txn", "w3-rc", "w4", "qs-fill1", "qs-share", "qs-share-2000", "qs-fill4", "qs-classic",
 		"conn-one", "conn-idle", "conn-many", "cg-fill", "cg-one", "cg-many"}
 )
 
@@ -122,6 +128,7 @@ func (s *suite) report() {
 		s.table()
 		s.failures()
 		s.issue20()
+		s.issue14()
 		s.issue8()
 		s.issue15()
 		s.issue16()
@@ -285,6 +292,21 @@ func (s *suite) anyGoalRan(gs []goal) bool {
 		}
 	}
 	return false
+}
+
+// issue14Goals are the transactions issue's: Kafka's design puts the
+// overhead of transactions at a few percent at 100 ms commit intervals.
+var issue14Goals = []goal{
+	{"transactional w2 (a commit every 100 ms) vs w2 MB/s", side{"w2-txn", kindKbroker}, side{"w2", kindKbroker}, mMB, 0.85, true},
+	{"read_committed vs read_uncommitted consume of w2-txn's topic MB/s", side{"w3-rc", kindKbroker}, side{"w3-txn", kindKbroker}, mMB, 0.95, true},
+}
+
+func (s *suite) issue14() {
+	if !s.attemptedAny("w2-txn") {
+		return
+	}
+	fmt.Fprintf(s.out, "\n## Issue 14: transactions against their non-transactional peers (ratios of medians, this run)\n\n")
+	s.goalTable(issue14Goals)
 }
 
 // issue15Goals are the security issue's throughput goal.

@@ -58,13 +58,13 @@ type suiteConfig struct {
 // w1 and 1 GB for w2 (the independent harness's 1,000,000), ten seconds
 // at 5,000 records/s for w4.
 // The connections runs and the consumers' topic have w2's volume.
-var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w2-durable": 1_000_000, "w4": 50_000,
+var defaultCaps = map[string]int64{"w1": 5_000_000, "w2": 1_000_000, "w2-acks1": 1_000_000, "w2-durable": 1_000_000, "w2-txn": 1_000_000, "w4": 50_000,
 	"conn-one": 1_000_000, "conn-idle": 1_000_000, "conn-many": 1_000_000, "cg-fill": 1_000_000,
 	"qs-fill1": 300_000, "qs-fill4": 300_000}
 
 // capFollows are the caps that follow another's unless given, so that the
 // runs compared with each other have equal volumes.
-var capFollows = map[string]string{"w2-acks1": "w2", "w2-durable": "w2", "conn-idle": "conn-one", "conn-many": "conn-one", "qs-fill4": "qs-fill1"}
+var capFollows = map[string]string{"w2-acks1": "w2", "w2-durable": "w2", "w2-txn": "w2", "conn-idle": "conn-one", "conn-many": "conn-one", "qs-fill4": "qs-fill1"}
 
 // parseCaps reads "w1=N,w2=N,..." over the defaults; a cap of capFollows
 // follows its leader's unless given.
@@ -118,6 +118,8 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 		Linger: 10 * time.Millisecond, Mode: "produce"}
 	acks1 := w2
 	acks1.Topic, acks1.Acks, acks1.Idempotent = "w2-acks1", "1", false
+	txn := w2 // issue 14: w2 in transactions committed every 100 ms
+	txn.Topic, txn.CommitEvery = "w2-txn", 100*time.Millisecond
 	durable := w2
 	durable.Topic, durable.TopicConfigs = "w2-durable", map[string]*string{"flush.messages": ptr("1")}
 	w4 := w2
@@ -129,6 +131,9 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 		"w3":         {name: "w3", brokers: 3, reads: "w2", load: loadConfig{Topic: "w2", Mode: "consume"}},
 		"w2-acks1":   {name: "w2-acks1", brokers: 3, load: acks1},
 		"w2-durable": {name: "w2-durable", brokers: 3, load: durable},
+		"w2-txn":     {name: "w2-txn", brokers: 3, load: txn},
+		"w3-txn":     {name: "w3-txn", brokers: 3, reads: "w2-txn", load: loadConfig{Topic: "w2-txn", Mode: "consume-to-end"}},
+		"w3-rc":      {name: "w3-rc", brokers: 3, reads: "w2-txn", load: loadConfig{Topic: "w2-txn", Mode: "consume-to-end", ReadCommitted: true}},
 		"w4":         {name: "w4", brokers: 3, load: w4},
 	}
 	maps.Copy(ws, scaleWorkloads(sc))
@@ -149,7 +154,7 @@ func workloads(caps map[string]int64, timeout time.Duration, sc scaleConfig) map
 // so that kbroker's acks=all and acks=1 runs are minutes apart at most, and
 // w2-durable (durable acks) after them.
 // Groups of one stage share the stage's clusters.
-var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1", "w2-durable"}, {"w4"}, {"qs-fill1", "qs-share", "qs-share-2000", "qs-fill4", "qs-classic"},
+var groups = [][]string{{"w1"}, {"w2", "w3", "w2-acks1", "w2-durable", "w2-txn", "w3-txn", "w3-rc"}, {"w4"}, {"qs-fill1", "qs-share", "qs-share-2000", "qs-fill4", "qs-classic"},
 	{"conn-one", "conn-idle", "conn-many"}, {"cg-fill", "cg-one", "cg-many"}}
 
 // rotation is the order of the targets in repetition rep (1-based; the
@@ -175,7 +180,7 @@ func runsWorkload(t targetKind, w string) bool {
 	case t == kindNullRF, t == kindKbrokerSASLSSL:
 		return w == "w2"
 	case t == kindNull:
-		return w != "partitions" && !strings.HasPrefix(w, "cg-") && !strings.HasPrefix(w, "qs-")
+		return w != "partitions" && !strings.HasPrefix(w, "cg-") && !strings.HasPrefix(w, "qs-") && w != "w2-txn" && w != "w3-txn" && w != "w3-rc"
 	}
 	return true
 }

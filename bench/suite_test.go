@@ -22,8 +22,8 @@ func TestParseCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if caps["w2"] != 2000 || caps["w2-acks1"] != 2000 || caps["w4"] != 300 || caps["w1"] != defaultCaps["w1"] {
-		t.Fatalf("got %v: w2-acks1 must follow w2, the rest keep their defaults", caps)
+	if caps["w2"] != 2000 || caps["w2-acks1"] != 2000 || caps["w2-txn"] != 2000 || caps["w4"] != 300 || caps["w1"] != defaultCaps["w1"] {
+		t.Fatalf("got %v: w2-acks1 and w2-txn must follow w2, the rest keep their defaults", caps)
 	}
 	if caps, _ = parseCaps("w2=2000,w2-acks1=10"); caps["w2-acks1"] != 10 {
 		t.Fatalf("an explicit w2-acks1 cap was overridden: %v", caps)
@@ -172,6 +172,43 @@ func TestSuiteRules(t *testing.T) {
 	}
 }
 
+// The transactional workloads (issue 14) under the same rules, on kfake
+// (the null broker has no transactions): every workload that produces
+// has a cap, and both consumers read all of w2-txn's committed topic.
+func TestSuiteTxnWorkloads(t *testing.T) {
+	caps, err := parseCaps("w2=1500")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := suiteConfig{Out: t.TempDir(), Reps: 1, WarmupReps: 0, Caps: caps, Timeout: 30 * time.Second,
+		Targets: []targetKind{kindKfake}, Workloads: []string{"w2-txn", "w3-txn", "w3-rc"}}
+	var report bytes.Buffer
+	s := newSuite(cfg, &report)
+	s.start, s.logf = inProcessStarter(t), t.Logf
+	w := s.ws["w2-txn"]
+	// Several transactions in a run this small: 1,500 records paced over
+	// 150 ms, a commit every 10 ms.
+	w.load.CommitEvery, w.load.Rate = 10*time.Millisecond, 10_000
+	s.ws["w2-txn"] = w
+	s.after = func(rr runRecord, c *cluster) {
+		if rr.Err != "" {
+			t.Errorf("%s %s rep %d failed: %s", rr.Workload, rr.Target, rr.Rep, rr.Err)
+			return
+		}
+		checkRun(t, s, rr, c)
+	}
+	if err := s.measure(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.runs) != 3 {
+		t.Fatalf("%d runs recorded, want 3", len(s.runs))
+	}
+	s.report()
+	if !strings.Contains(report.String(), "## Issue 14") {
+		t.Errorf("the report lacks the issue 14 ratios")
+	}
+}
+
 // checkRun checks one finished run (its topic already deleted unless the
 // next workload reads it).
 func checkRun(t *testing.T, s *suite, rr runRecord, c *cluster) {
@@ -186,8 +223,10 @@ func checkRun(t *testing.T, s *suite, rr runRecord, c *cluster) {
 	} else if rr.Result.Records != s.cfg.Caps[rr.Workload] {
 		t.Errorf("%s %s rep %d timed %d records, want the cap %d", rr.Workload, rr.Target, rr.Rep, rr.Result.Records, s.cfg.Caps[rr.Workload])
 	}
-	if rr.Workload == "w2" {
-		return // w3 reads the topic next
+	if i := slices.Index(s.cfg.Workloads, rr.Workload); slices.ContainsFunc(s.cfg.Workloads[i+1:], func(n string) bool {
+		return s.ws[n].load.Topic == w.load.Topic
+	}) {
+		return // a later workload reads the topic (w3 reads w2's, w3-txn and w3-rc w2-txn's)
 	}
 	if _, err := topicRecords(ctx, c.addrs, w.load.Topic); err == nil {
 		t.Errorf("%s %s rep %d: topic %s still there after the run", rr.Workload, rr.Target, rr.Rep, w.load.Topic)

@@ -143,19 +143,29 @@ func topicExists(ctx context.Context, brokers []string, topic string) (bool, err
 
 // topicRecords is the sum of the topic's partitions' end offsets.
 func topicRecords(ctx context.Context, brokers []string, topic string) (int64, error) {
+	ends, err := partitionEnds(ctx, brokers, topic)
+	var n int64
+	for _, end := range ends {
+		n += end
+	}
+	return n, err
+}
+
+// partitionEnds is each partition's end offset (the high watermark).
+func partitionEnds(ctx context.Context, brokers []string, topic string) (map[int32]int64, error) {
 	adm, cl, err := adminClient(brokers)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer cl.Close()
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	if err := ends.Error(); err != nil {
-		return 0, err
+		return nil, err
 	}
-	var n int64
-	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
-	return n, nil
+	out := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { out[o.Partition] = o.Offset })
+	return out, nil
 }

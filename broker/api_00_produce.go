@@ -17,6 +17,19 @@ package broker
 // producer state: a duplicate is answered with the original offsets, a gap
 // with OUT_OF_ORDER_SEQUENCE_NUMBER, an old epoch with INVALID_PRODUCER_EPOCH.
 //
+// Transactions: a request with a transactional id needs WRITE on it
+// (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition otherwise),
+// and so does a transactional batch; clients may not write control
+// batches (INVALID_RECORD). A transactional batch that would open a
+// transaction on its partition is verified with the transaction
+// coordinator first (txn_verify.go: KIP-890 part 1; Produce v12 adds the
+// partition, part 2), then appended with the verification's guard; a
+// partition not in the transaction is refused (INVALID_TXN_STATE or
+// TRANSACTION_ABORTABLE) and nothing is written. Those appends happen in
+// the deferred answer, in request order, and any later batch of the
+// producer to the partition is deferred behind them (txnOrder) even when
+// the transaction is open by then, so that sequences stay in order.
+//
 // acks=0 gets no response (an error closes the connection, so the client
 // notices); acks=1 is answered after the local append; acks=-1 refuses with
 // NOT_ENOUGH_REPLICAS before appending when the ISR is smaller than
@@ -52,13 +65,15 @@ type pendingAck struct {
 func (b *Broker) handleProduce(_ context.Context, req *protocol.Request) protocol.Response {
 	r := req.Body.(*kmsg.ProduceRequest)
 	resp := r.ResponseKind().(*kmsg.ProduceResponse)
-	if r.TransactionID != nil {
-		// Transactions are not served yet: refuse them loudly rather than
-		// write records no read_committed consumer could trust.
-		return protocol.Response{Body: protocol.ErrorResponse(r, kerr.TransactionalIDAuthorizationFailed.Code)}
-	}
 	if r.Acks != 0 && r.Acks != 1 && r.Acks != -1 {
 		return protocol.Response{Body: protocol.ErrorResponse(r, kerr.InvalidRequiredAcks.Code)}
+	}
+	pt := &produceTxn{version: r.Version}
+	if r.TransactionID != nil {
+		if code := b.TransactionalIDAllowed(req, acl.OpWrite, *r.TransactionID); code != 0 {
+			return protocol.Response{Body: protocol.ErrorResponse(r, code)}
+		}
+		pt.id = *r.TransactionID
 	}
 	view := b.view()
 	var waits []pendingAck
@@ -76,7 +91,7 @@ func (b *Broker) handleProduce(_ context.Context, req *protocol.Request) protoco
 				pr.ErrorCode, failed = denied, true
 				continue
 			}
-			part, lastOffset := b.producePartition(view, rt.Topic, r.Acks, rp, pr)
+			part, lastOffset := b.producePartition(view, rt.Topic, r.Acks, rp, pr, pt)
 			if pr.ErrorCode != 0 {
 				failed = true
 			} else if r.Acks == -1 && part != nil {
@@ -89,19 +104,33 @@ func (b *Broker) handleProduce(_ context.Context, req *protocol.Request) protoco
 	for i := range waits {
 		waits[i].resp = findProducePartition(resp, waits[i].part)
 	}
+	if len(pt.deferred) > 0 && r.Acks == 0 {
+		// No answer to defer: verify and append now (transactional
+		// producers use acks=all; this only keeps acks=0 correct).
+		b.appendVerified(context.Background(), view, pt, r.Acks)
+		b.txnOrder.release(pt)
+		failed = failed || pt.failed
+	}
 	switch {
 	case r.Acks == 0 && failed:
 		return protocol.Response{Close: true}
 	case r.Acks == 0:
 		return protocol.Response{NoReply: true}
-	case len(waits) == 0:
+	case len(waits) == 0 && len(pt.deferred) == 0:
 		return protocol.Response{Body: resp}
 	}
 	timeout := time.Duration(r.TimeoutMillis) * time.Millisecond
-	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
+	later := protocol.Response{Later: func(ctx context.Context) kmsg.Response {
+		if len(pt.deferred) > 0 {
+			waits = append(waits, b.appendVerified(ctx, view, pt, r.Acks)...)
+		}
 		waitForHWs(ctx, timeout, waits)
 		return resp
 	}}
+	if len(pt.deferred) > 0 {
+		later.Done = func() { b.txnOrder.release(pt) }
+	}
+	return later
 }
 
 // waitForHWs waits for every acks=all partition's HW, all of them within
@@ -128,7 +157,10 @@ func waitForHWs(ctx context.Context, timeout time.Duration, waits []pendingAck) 
 
 // producePartition validates and appends one partition's records, filling
 // pr. It returns the partition and the last offset written, for acks=all.
-func (b *Broker) producePartition(view *metadataView, topic string, acks int16, rp kmsg.ProduceRequestTopicPartition, pr *kmsg.ProduceResponseTopicPartition) (*replication.Partition, int64) {
+// A transactional batch that needs verification is left to pt (nil
+// partition, no error yet).
+func (b *Broker) producePartition(view *metadataView, topic string, acks int16, rp kmsg.ProduceRequestTopicPartition,
+	pr *kmsg.ProduceResponseTopicPartition, pt *produceTxn) (*replication.Partition, int64) {
 	t, tc, ok := view.topic(topic)
 	if !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
 		pr.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -140,6 +172,9 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 		return nil, 0
 	}
 	batch, code, msg := validateProduceRecords(rp.Records, b.now().UnixMilli(), tc)
+	if code == 0 {
+		code, msg = pt.check(batch.Header())
+	}
 	if code != 0 {
 		pr.ErrorCode, pr.ErrorMessage = code, &msg
 		return nil, 0
@@ -149,6 +184,23 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 		opts.LogAppendTime = true
 		opts.Now = b.now()
 	}
+	if h := batch.Header(); h.IsTransactional() {
+		tv2 := pt.version >= firstAddPartitionProduceVersion
+		opts.TxnVerification = part.BeginTxnVerification(h.ProducerID, h.ProducerEpoch, tv2)
+		key := txnOrderKey{h.ProducerID, topic, rp.Partition}
+		if opts.TxnVerification != 0 || b.txnOrder.behind(key) {
+			pt.deferred = append(pt.deferred, deferredAppend{topic: topic, part: part, batch: batch.Clone(), opts: opts, pr: pr,
+				verify: opts.TxnVerification != 0})
+			b.txnOrder.add(key, 1)
+			return nil, 0
+		}
+	}
+	return b.appendProduce(view, topic, part, batch, acks, opts, pr)
+}
+
+// appendProduce appends one partition's validated batch and fills pr.
+func (b *Broker) appendProduce(view *metadataView, topic string, part *replication.Partition, batch record.Batch,
+	acks int16, opts storage.AppendOptions, pr *kmsg.ProduceResponseTopicPartition) (*replication.Partition, int64) {
 	info, err := part.AppendAsLeader([]record.Batch{batch}, acks, opts)
 	var dup *storage.DuplicateBatchError
 	switch {
@@ -163,15 +215,20 @@ func (b *Broker) producePartition(view *metadataView, topic string, acks int16, 
 			msg := err.Error()
 			pr.ErrorMessage = &msg
 		}
-		if pr.ErrorCode == kerr.UnknownServerError.Code || pr.ErrorCode == kerr.KafkaStorageError.Code {
-			b.logger.Error("produce append failed", "topic", topic, "partition", rp.Partition, "err", err)
-		}
-		if pr.ErrorCode == kerr.NotLeaderForPartition.Code {
-			b.setCurrentLeader(view, topic, rp.Partition, pr)
+		switch pr.ErrorCode {
+		case kerr.UnknownServerError.Code, kerr.KafkaStorageError.Code:
+			b.logger.Error("produce append failed", "topic", topic, "partition", part.Index, "err", err)
+		case kerr.NotLeaderForPartition.Code:
+			b.setCurrentLeader(view, topic, part.Index, pr)
+		case kerr.InvalidProducerEpoch.Code, kerr.InvalidTxnState.Code:
+			msg := err.Error()
+			pr.ErrorMessage = &msg
+			b.logger.Info("produce refused: fenced or outside its transaction", "topic", topic, "partition", part.Index,
+				"producer_id", batch.Header().ProducerID, "producer_epoch", batch.Header().ProducerEpoch, "err", err)
 		}
 		return nil, 0
 	}
-	b.metrics.bytesIn.WithLabelValues(topic).Add(float64(len(rp.Records)))
+	b.metrics.bytesIn.WithLabelValues(topic).Add(float64(len(batch.Bytes())))
 	b.metrics.recordsIn.WithLabelValues(topic).Add(float64(info.NumRecords))
 	pr.BaseOffset = info.FirstOffset
 	pr.LogAppendTime = info.LogAppendTime

@@ -2,8 +2,10 @@ package broker
 
 // Fetch (key 1), v4-v16.
 //
-// Consumers read up to the high watermark (and the last stable offset, equal
-// to it while transactions are not served); followers (replica id >= 0, v15+
+// Consumers read up to the high watermark, or with isolation_level
+// read_committed up to the last stable offset, with the aborted transactions
+// overlapping what they read (Kafka's collectAbortedTxns; never null for
+// read_committed, absent for read_uncommitted); followers (replica id >= 0, v15+
 // in ReplicaState with their broker epoch, KIP-903) read up to the log end
 // offset, and their fetch offset is their LEO as the leader sees it
 // (replication.Partition.UpdateFollowerAndRead). From v13 topics go by id,
@@ -36,6 +38,7 @@ import (
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/storage"
 )
 
 // fetchRead is one pass over a fetch request's partitions.
@@ -297,7 +300,7 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 	} else {
 		res, err = b.readForConsumer(view, r, name, part, rp, limit, minOne, op, fr)
 	}
-	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+	op.HighWatermark, op.LastStableOffset, op.LogStartOffset = res.HighWatermark, res.LastStableOffset, res.LogStartOffset
 	if err != nil {
 		op.ErrorCode = errorCode(err)
 		op.HighWatermark, op.LastStableOffset = -1, -1
@@ -313,7 +316,7 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 		return 0
 	}
 	if r.IsolationLevel == 1 {
-		op.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
+		op.AbortedTransactions = abortedTransactions(res.Aborted)
 	}
 	if res.Release != nil {
 		fr.releases = append(fr.releases, res.Release)
@@ -365,4 +368,15 @@ func (b *Broker) countFetched(topic string, data []byte) {
 	}
 	b.metrics.bytesOut.WithLabelValues(topic).Add(float64(len(data)))
 	b.metrics.recordsOut.WithLabelValues(topic).Add(float64(records))
+}
+
+// abortedTransactions is a read_committed answer's aborted list (empty,
+// never null, when there is none).
+func abortedTransactions(aborted []storage.AbortedTxn) []kmsg.FetchResponseTopicPartitionAbortedTransaction {
+	out := make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(aborted))
+	for i, a := range aborted {
+		out[i] = kmsg.NewFetchResponseTopicPartitionAbortedTransaction()
+		out[i].ProducerID, out[i].FirstOffset = a.ProducerID, a.FirstOffset
+	}
+	return out
 }

@@ -5,11 +5,12 @@ package broker
 // Group keys (type 0) map to the leader of their __consumer_offsets
 // partition (abs(hashCode) % partitions, as Kafka), which is created on first
 // use; until it has a leader the answer is COORDINATOR_NOT_AVAILABLE and the
-// client asks again. v4+ batches keys. Transactions (type 1) are not served
-// yet: COORDINATOR_NOT_AVAILABLE. Share keys (type 2, v6+, KIP-932)
-// "group:topicId:partition" map to the leader of their __share_group_state
-// partition (created on first use; INVALID_REQUEST for a malformed key);
-// share groups themselves use type 0.
+// client asks again. v4+ batches keys. Transactional ids (type 1) map the
+// same way to the leader of their __transaction_state partition, created on
+// first use. Share keys (type 2, v6+, KIP-932) "group:topicId:partition"
+// map to the leader of their __share_group_state partition (created on
+// first use; INVALID_REQUEST for a malformed key); share groups themselves
+// use type 0.
 
 import (
 	"context"
@@ -56,8 +57,16 @@ func (b *Broker) findCoordinator(ctx context.Context, version int16, key string,
 		}
 		c.NodeID, c.Host, c.Port = id, ep.Host, ep.Port
 	case 1:
-		c.ErrorCode = kerr.CoordinatorNotAvailable.Code
-		c.ErrorMessage = kmsg.StringPtr("transactions are not supported by this broker yet")
+		if key == "" {
+			c.ErrorCode = kerr.InvalidRequest.Code
+			return c
+		}
+		id, ep, err := b.txns.coordinatorFor(ctx, key, listener)
+		if err != nil {
+			c.ErrorCode = errorCode(err)
+			return c
+		}
+		c.NodeID, c.Host, c.Port = id, ep.Host, ep.Port
 	default:
 		c.ErrorCode = kerr.InvalidRequest.Code
 		c.ErrorMessage = kmsg.StringPtr("unsupported coordinator type")

@@ -2,8 +2,8 @@ package broker
 
 // ApiVersions (key 18), v0-v4.
 //
-// Lists the dispatch table. A request at a version newer than we know gets
-// the v0 answer with UNSUPPORTED_VERSION and the full list (KIP-511), so the
+// Lists the dispatch table and, from v3, the supported and finalized
+// features. A request at a version newer than we know gets the v0 answer with UNSUPPORTED_VERSION and the full list (KIP-511), so the
 // client can retry at a version we support. ApiVersions is answered before
 // anything else, on every listener. v3+ adds the cluster features
 // (KIP-584, replication/controller/features.go): the levels this build

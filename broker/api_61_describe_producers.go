@@ -2,9 +2,10 @@ package broker
 
 // DescribeProducers (key 61), v0.
 //
-// The idempotent producers a partition's leader tracks: id, epoch, last
-// sequence and timestamp (no transactions yet: coordinator epoch -1 and no
-// open transaction). Only the leader answers.
+// The producers a partition's leader tracks: id, epoch, last sequence and
+// timestamp, the epoch of the coordinator that wrote their last
+// transaction marker, and the first offset of their open transaction (-1:
+// none), which holds the last stable offset back. Only the leader answers.
 
 import (
 	"context"
@@ -42,7 +43,7 @@ func (b *Broker) handleDescribeProducers(_ context.Context, req *protocol.Reques
 					ap := kmsg.NewDescribeProducersResponseTopicPartitionActiveProducer()
 					ap.ProducerID, ap.ProducerEpoch = e.ProducerID, int32(e.Epoch)
 					ap.LastSequence, ap.LastTimestamp = e.LastSeq(), e.LastTimestamp
-					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = -1, -1
+					ap.CoordinatorEpoch, ap.CurrentTxnStartOffset = e.CoordinatorEpoch, e.CurrentTxnFirstOffset
 					op.ActiveProducers = append(op.ActiveProducers, ap)
 				}
 			}

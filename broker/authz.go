@@ -104,6 +104,15 @@ func (b *Broker) TransactionalIDAllowed(req *protocol.Request, op acl.Operation,
 	return kerr.TransactionalIDAuthorizationFailed.Code
 }
 
+// txnGroupAllowed is the check of a transaction's offsets (AddOffsetsToTxn,
+// TxnOffsetCommit): WRITE on the transactional id, then READ on the group.
+func (b *Broker) txnGroupAllowed(req *protocol.Request, id, group string) int16 {
+	if code := b.TransactionalIDAllowed(req, acl.OpWrite, id); code != 0 {
+		return code
+	}
+	return b.groupAllowed(req, acl.OpRead, group)
+}
+
 // idempotentAllowed is InitProducerId's check without a transactional id:
 // CLUSTER IDEMPOTENT_WRITE, or WRITE on some topic (KIP-679).
 func (b *Broker) idempotentAllowed(req *protocol.Request) int16 {

@@ -41,9 +41,11 @@ type Broker struct {
 	// the ports are known.
 	listeners map[string]net.Listener
 
-	groups *groups                      // the group coordinator wired to this broker
-	shares *shares                      // share groups (KIP-932) wired to this broker
-	image  atomic.Pointer[metadataView] // the latest applied image
+	groups   *groups                      // the group coordinator wired to this broker
+	txns     *txns                        // the transaction coordinator wired to this broker
+	txnOrder txnOrder                     // deferred transactional appends, for produce order
+	shares   *shares                      // share groups (KIP-932) wired to this broker
+	image    atomic.Pointer[metadataView] // the latest applied image
 	// announced is the latest image as Metadata answers it: stored as soon
 	// as the image arrives, before this broker's partitions follow it (as
 	// Kafka's metadata cache is published before its replica manager
@@ -89,7 +91,7 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b.metrics = newMetrics()
 	b.fetchSessions = fetchsession.New(fetchsession.Options{MaxSlots: int(cfg.MaxIncrementalFetchSessionCacheSlots)})
 	b.metrics.reg.MustRegister(newFetchSessionCollector(b.fetchSessions))
-	b.metrics.reg.MustRegister(newStateCollector(b), newShareCollector(b))
+	b.metrics.reg.MustRegister(newStateCollector(b), newShareCollector(b), newTxnCollector(b))
 	b.metrics.reg.MustRegister(newQuotaCollector(b))
 	b.producers = newProducerIDs(b)
 	b.image.Store(newMetadataView(&controller.Image{}, cfg))
@@ -134,6 +136,7 @@ func (b *Broker) Start(ctx context.Context) error {
 	b.server = protocol.NewServer(b.dispatch, b.serverOptions())
 	b.shares = newShares(b)
 	b.groups = newGroups(b)
+	b.txns = newTxns(b)
 	ctrl.Subscribe(b.applyImage)
 
 	// Register first: a broker outside the voters joins the quorum (and so
@@ -249,6 +252,9 @@ func (b *Broker) stopServing() {
 		b.stopSec()
 	}
 	b.wg.Wait()
+	if b.txns != nil {
+		b.txns.close()
+	}
 	if b.groups != nil {
 		b.groups.close()
 	}

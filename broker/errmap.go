@@ -27,6 +27,10 @@ func errorCode(err error) int16 {
 		return kerr.OutOfOrderSequenceNumber.Code
 	case errors.Is(err, storage.ErrInvalidProducerEpoch):
 		return kerr.InvalidProducerEpoch.Code
+	case errors.Is(err, storage.ErrInvalidTxnState):
+		return kerr.InvalidTxnState.Code
+	case errors.Is(err, storage.ErrTransactionCoordinatorFenced):
+		return kerr.TransactionCoordinatorFenced.Code
 	case errors.Is(err, record.ErrCorruptBatch), errors.Is(err, record.ErrTruncatedBatch), errors.Is(err, record.ErrZeroedBatch):
 		return kerr.CorruptMessage.Code
 	case errors.Is(err, record.ErrInvalidRecord):

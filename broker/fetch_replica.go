@@ -7,7 +7,8 @@ package broker
 // is sent to an in-sync replica of that rack: the answer carries
 // PreferredReadReplica and no records, and goes out at once, as Kafka's.
 // Fetch below v11 (no rack, no preferred replica) reads from the leader
-// only. Which replica served a consumer shows in the metrics
+// only. A read_committed consumer is served by either replica up to that
+// replica's own last stable offset, with its own aborted-transaction index. Which replica served a consumer shows in the metrics
 // kbroker_consumer_fetch_bytes_total{replica=leader|follower} and
 // kbroker_fetch_preferred_replica_total.
 
@@ -40,10 +41,11 @@ func (b *Broker) readForConsumer(view *metadataView, r *kmsg.FetchRequest, topic
 			return offsets, err
 		}
 	}
-	res, err := part.ReadForConsumer(rp.FetchOffset, limit, rp.CurrentLeaderEpoch, minOne)
+	iso := replication.Isolation(r.IsolationLevel)
+	res, err := part.ReadForConsumerAt(iso, rp.FetchOffset, limit, rp.CurrentLeaderEpoch, minOne)
 	role := "leader"
 	if r.Version >= 11 && errors.Is(err, kerr.NotLeaderForPartition) {
-		res, err = part.ReadForConsumerOnFollower(rp.FetchOffset, limit, rp.CurrentLeaderEpoch, minOne)
+		res, err = part.ReadForConsumerOnFollowerAt(iso, rp.FetchOffset, limit, rp.CurrentLeaderEpoch, minOne)
 		role = "follower"
 	}
 	if err == nil && len(res.Data) > 0 {

@@ -23,28 +23,19 @@ const offsetsTopic = "__consumer_offsets"
 
 // groups connects the group coordinator to this broker: it feeds it the
 // __consumer_offsets partitions this broker leads (load on leadership,
-// unload on loss) in the order the images say, on one owned goroutine.
+// unload on loss) through coordinatorPartitions.
 type groups struct {
 	b     *Broker
 	coord *group.Coordinator
 	log   *slog.Logger
-
-	work chan leaderTransition
-	stop chan struct{}
-	done chan struct{}
-
-	// led is the leader epoch of each __consumer_offsets partition this
-	// broker leads, as last sent to the coordinator; owned by applyImage's
-	// goroutine.
-	led map[int32]int32
+	parts *coordinatorPartitions
 
 	createMu sync.Mutex // one creation of the offsets topic at a time
 }
 
 func newGroups(b *Broker) *groups {
 	cfg := b.cfg
-	g := &groups{b: b, log: b.logger.With("component", "groups"), work: make(chan leaderTransition, 1024),
-		stop: make(chan struct{}), done: make(chan struct{}), led: map[int32]int32{}}
+	g := &groups{b: b, log: b.logger.With("component", "groups")}
 	g.coord = group.NewCoordinator(group.Options{
 		NumPartitions:                 cfg.OffsetsTopicNumPartitions,
 		MinSessionTimeout:             cfg.GroupMinSessionTimeout,
@@ -87,61 +78,35 @@ func newGroups(b *Broker) *groups {
 			return out
 		},
 	})
-	go g.run()
+	g.parts = newCoordinatorPartitions(b, offsetsTopic, g.log, g.load, func(idx int32) {
+		g.coord.Resign(idx)
+		b.shares.groups.Resign(idx)
+	})
 	return g
 }
 
-// run applies leadership transitions one at a time: loading a partition
-// replays its records, which may take a while, and must not hold up the
-// metadata goroutine.
-func (g *groups) run() {
-	defer close(g.done)
-	for {
-		select {
-		case t := <-g.work:
-			if !t.leader {
-				g.coord.Resign(t.partition)
-				g.b.shares.groups.Resign(t.partition)
-				continue
-			}
-			start := time.Now()
-			store := offsetsStore{p: t.part, now: g.b.now}
-			if err := g.coord.BecomeLeader(t.partition, store, logRecords(t.part.Log())); err != nil {
-				g.log.Error("loading group coordinator partition failed", "partition", t.partition, "err", err)
-				continue
-			}
-			// The share groups of the partition, from a second read of it.
-			if err := g.b.shares.groups.BecomeLeader(t.partition, store, logRecords(t.part.Log())); err != nil {
-				g.log.Error("loading share group coordinator partition failed", "partition", t.partition, "err", err)
-			}
-			g.log.Info("group coordinator partition loaded", "partition", t.partition, "took", time.Since(start))
-		case <-g.stop:
-			return
-		}
+// load makes the group coordinator, then the share group coordinator (from
+// a second read of it), serve a __consumer_offsets partition.
+func (g *groups) load(idx, _ int32, part *replication.Partition) error {
+	store := offsetsStore{p: part, now: g.b.now}
+	if err := g.coord.BecomeLeader(idx, store, logRecords(part.Log())); err != nil {
+		return err
 	}
+	if err := g.b.shares.groups.BecomeLeader(idx, store, withoutMarkers(logRecords(part.Log()))); err != nil {
+		g.log.Error("loading share group coordinator partition failed", "partition", idx, "err", err)
+	}
+	return nil
 }
 
 func (g *groups) close() {
-	close(g.stop)
-	<-g.done
+	g.parts.close()
 	g.coord.Close()
 }
 
 // applyImage tells the coordinator about leadership changes of
 // __consumer_offsets partitions. Runs on the image goroutine after the
 // partitions' roles were applied.
-func (g *groups) applyImage(img *controller.Image) {
-	for _, t := range g.b.leadershipChanges(img, offsetsTopic, g.led) {
-		g.send(t)
-	}
-}
-
-func (g *groups) send(t leaderTransition) {
-	select {
-	case g.work <- t:
-	case <-g.stop:
-	}
-}
+func (g *groups) applyImage(img *controller.Image) { g.parts.apply(img) }
 
 // offsetsStore writes the coordinator's records to its __consumer_offsets
 // partition with acks=all.
@@ -155,7 +120,18 @@ type offsetsStore struct {
 const appendTimeout = 5 * time.Second
 
 func (s offsetsStore) Append(ctx context.Context, records []group.Record) error {
-	info, err := s.p.AppendAsLeader([]record.Batch{encodeRecords(records, s.now().UnixMilli())}, -1, storage.AppendOptions{})
+	return s.append(ctx, encodeRecords(records, s.now().UnixMilli(), nil), storage.AppendOptions{})
+}
+
+// AppendTxn writes a TxnOffsetCommit's records in a transactional batch of
+// the producer (group.TxnStore), with the verification the broker made.
+func (s offsetsStore) AppendTxn(ctx context.Context, p group.TxnProducer, records []group.Record) error {
+	return s.append(ctx, encodeRecords(records, s.now().UnixMilli(), &p),
+		storage.AppendOptions{TxnVerification: storage.VerificationGuard(p.Verification), Coordinator: true})
+}
+
+func (s offsetsStore) append(ctx context.Context, b record.Batch, opts storage.AppendOptions) error {
+	info, err := s.p.AppendAsLeader([]record.Batch{b}, -1, opts)
 	if err != nil {
 		return err
 	}
@@ -167,25 +143,14 @@ func (s offsetsStore) Append(ctx context.Context, records []group.Record) error 
 // coordinatorFor finds the coordinator broker of a group, creating the
 // offsets topic on first use.
 func (b *Broker) coordinatorFor(ctx context.Context, key string, listener string) (int32, controller.Endpoint, error) {
-	img := b.view().img
-	t, ok := img.Topics[offsetsTopic]
+	t, ok := b.view().img.Topics[offsetsTopic]
 	if !ok {
 		if err := b.groups.createOffsetsTopic(ctx); err != nil {
 			b.logger.Warn("creating the offsets topic failed", "err", err)
 		}
 		return -1, controller.Endpoint{}, kerr.CoordinatorNotAvailable
 	}
-	p := group.PartitionFor(key, int32(len(t.Partitions)))
-	leader := t.Partitions[p].Leader
-	br, ok := img.Brokers[leader]
-	if leader < 0 || !ok || br.Fenced {
-		return -1, controller.Endpoint{}, kerr.CoordinatorNotAvailable
-	}
-	ep, ok := endpointFor(br, listener, b.cfg.InterBrokerListenerName)
-	if !ok {
-		return -1, controller.Endpoint{}, kerr.CoordinatorNotAvailable
-	}
-	return leader, ep, nil
+	return b.internalTopicLeader(t, group.PartitionFor(key, int32(len(t.Partitions))), listener)
 }
 
 // createOffsetsTopic creates __consumer_offsets as Kafka does on the first

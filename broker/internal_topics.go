@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,13 +15,14 @@ import (
 	"github.com/kbroker/kbroker/replication/controller"
 )
 
-// leaderTransition: this broker started (part set) or stopped leading a
-// partition of an internal topic whose coordinator follows its leaders
-// (__consumer_offsets, __share_group_state).
+// leaderTransition: this broker started (part set, at leader epoch
+// epoch) or stopped leading a partition of an internal topic whose
+// coordinator follows its leaders (__consumer_offsets,
+// __share_group_state, __transaction_state).
 type leaderTransition struct {
-	partition int32
-	leader    bool
-	part      *replication.Partition
+	partition, epoch int32
+	leader           bool
+	part             *replication.Partition
 }
 
 // leadershipChanges lists what changed in img for the partitions of topic
@@ -45,7 +47,7 @@ func (b *Broker) leadershipChanges(img *controller.Image, topic string, led map[
 				continue
 			}
 			led[p.Index] = p.LeaderEpoch
-			out = append(out, leaderTransition{partition: p.Index, leader: true, part: part})
+			out = append(out, leaderTransition{partition: p.Index, epoch: p.LeaderEpoch, leader: true, part: part})
 		}
 	}
 	for idx := range led {
@@ -64,7 +66,9 @@ type internalTopic struct {
 	name       string
 	partitions int32
 	rf         int16 // configured; lowered to the registered brokers
-	configs    map[string]string
+	// minISR, if > 0, is its min.insync.replicas, lowered with rf.
+	minISR  int32
+	configs map[string]string
 }
 
 // createInternalTopic creates t as Kafka does on first use. The
@@ -94,8 +98,15 @@ func (b *Broker) createInternalTopic(ctx context.Context, log *slog.Logger, t in
 	req.TimeoutMillis = 30000
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.name, t.partitions, rf
-	for _, k := range slices.Sorted(maps.Keys(t.configs)) {
-		rt.Configs = append(rt.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: kmsg.StringPtr(t.configs[k])})
+	configs := maps.Clone(t.configs)
+	if t.minISR > 0 {
+		if configs == nil {
+			configs = map[string]string{}
+		}
+		configs["min.insync.replicas"] = strconv.Itoa(int(min(t.minISR, int32(rf))))
+	}
+	for _, k := range slices.Sorted(maps.Keys(configs)) {
+		rt.Configs = append(rt.Configs, kmsg.CreateTopicsRequestTopicConfig{Name: k, Value: kmsg.StringPtr(configs[k])})
 	}
 	req.Topics = append(req.Topics, rt)
 	resp, err := b.ctrl.Forward(ctx, req)

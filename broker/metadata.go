@@ -120,6 +120,9 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 	b.applyQuotas(next)
 	b.applyReplicationThrottles(view)
 	b.image.Store(view)
+	if b.txns != nil {
+		b.txns.applyImage(next)
+	}
 	if b.groups != nil {
 		b.groups.applyImage(next)
 	}

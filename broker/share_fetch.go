@@ -208,7 +208,7 @@ func (s *shares) acquire(t *shareTarget, l fetchLimits, budget int32) ([]sharepa
 	}
 	ranges, code := t.sp.Acquire(sharepartition.AcquireRequest{
 		Member: l.member, MaxRecords: budget, BatchSize: l.batchSize, Mode: l.mode, Batches: batches,
-		Aborted: abortedTransactions(t.part, batches[0].BaseOffset, batches[len(batches)-1].LastOffset),
+		Aborted: shareAbortedTxns(t.part, batches[0].BaseOffset, batches[len(batches)-1].LastOffset),
 	})
 	if code != 0 || len(ranges) == 0 {
 		return nil, nil, code

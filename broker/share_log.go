@@ -23,7 +23,10 @@ func (l shareLog) HighWatermark() int64 {
 	return hw
 }
 
-func (l shareLog) LastStableOffset() int64 { return lastStableOffset(l.p) }
+// LastStableOffset is where share.isolation.level=read_committed stops
+// acquiring: the partition's last stable offset (the first offset of the
+// oldest open transaction, or the high watermark).
+func (l shareLog) LastStableOffset() int64 { return l.p.Log().LastStableOffset() }
 
 func (l shareLog) OffsetForTimestamp(ts int64) (int64, bool) {
 	found, err := l.p.ListOffset(ts, -1, false)
@@ -33,23 +36,17 @@ func (l shareLog) OffsetForTimestamp(ts int64) (int64, bool) {
 	return found.Offset, true
 }
 
-// lastStableOffset is where share.isolation.level=read_committed stops
-// acquiring: the first offset of the oldest open transaction. Transactions
-// are not served yet (issue 14), so no transaction is ever open and it is
-// the high watermark; the transactions work gives the partition its LSO
-// and this function returns it.
-func lastStableOffset(p *replication.Partition) int64 {
-	hw, _, _ := p.Offsets()
-	return hw
-}
-
-// abortedTransactions lists the aborted transactions overlapping
-// [from, to] of a partition, as a read_committed Fetch answers them
-// (Kafka's AbortedTransactions): their records are archived, never handed
-// out. None exist until transactions are served (issue 14), which supplies
-// the partition's aborted transaction index here.
-func abortedTransactions(*replication.Partition, int64, int64) []sharepartition.AbortedTxn {
-	return nil
+// shareAbortedTxns lists the aborted transactions overlapping [from, to]
+// of a partition, from its transaction index, as a read_committed Fetch
+// answers them (Kafka's AbortedTransactions): their records are archived,
+// never handed out.
+func shareAbortedTxns(p *replication.Partition, from, to int64) []sharepartition.AbortedTxn {
+	aborted := p.Log().AbortedTransactions(from, to+1)
+	out := make([]sharepartition.AbortedTxn, len(aborted))
+	for i, a := range aborted {
+		out[i] = sharepartition.AbortedTxn{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+	}
+	return out
 }
 
 // shareBatches describes the batches of data (whole batches, as a read

@@ -49,10 +49,9 @@ type shares struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // run and the member releases
 
-	work chan leaderTransition
-	// led is the leader epoch of each __share_group_state partition this
-	// broker leads, as last sent to run; owned by applyImage's goroutine.
-	led map[int32]int32
+	// stateParts feeds the share coordinator the __share_group_state
+	// partitions this broker leads.
+	stateParts *coordinatorPartitions
 
 	createMu sync.Mutex // one creation of the state topic at a time
 }
@@ -62,7 +61,7 @@ func newShares(b *Broker) *shares {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &shares{
 		b: b, log: b.logger.With("component", "shares"), bounds: shareBounds(cfg), wakers: newShareWakers(),
-		ctx: ctx, cancel: cancel, work: make(chan leaderTransition, 1024), led: map[int32]int32{},
+		ctx: ctx, cancel: cancel,
 	}
 	s.persist = newStatePersister(s)
 	s.state = sharestate.NewCoordinator(sharestate.Options{
@@ -97,8 +96,9 @@ func newShares(b *Broker) *shares {
 		MemberLeft:              s.memberLeft,
 		Logger:                  b.logger,
 	})
-	s.wg.Add(1)
-	go s.run()
+	s.stateParts = newCoordinatorPartitions(b, sharestate.StateTopicName, s.log, func(idx, _ int32, part *replication.Partition) error {
+		return s.state.BecomeLeader(idx, stateLog{p: part, now: b.now}, loggedRecords(part.Log()))
+	}, s.state.Resign)
 	return s
 }
 
@@ -129,6 +129,7 @@ func shareBounds(cfg *config.Config) shareconfig.Bounds {
 // resigned by groups.close first.
 func (s *shares) close() {
 	s.cancel()
+	s.stateParts.close()
 	s.wg.Wait()
 	s.groups.Close()
 	s.parts.Close()
@@ -214,37 +215,13 @@ func connKey(c *protocol.ConnInfo) string {
 	return strconv.FormatUint(c.ID, 10)
 }
 
-// run loads and unloads the __share_group_state partitions this broker
-// leads, one at a time, off the metadata goroutine (a load replays the
-// partition).
-func (s *shares) run() {
-	defer s.wg.Done()
-	for {
-		select {
-		case t := <-s.work:
-			if !t.leader {
-				s.state.Resign(t.partition)
-				continue
-			}
-			start := time.Now()
-			if err := s.state.BecomeLeader(t.partition, stateLog{p: t.part, now: s.b.now}, loggedRecords(t.part.Log())); err != nil {
-				s.log.Error("loading share coordinator partition failed", "partition", t.partition, "err", err)
-				continue
-			}
-			s.log.Info("share coordinator partition loaded", "partition", t.partition, "took", time.Since(start))
-		case <-s.ctx.Done():
-			return
-		}
-	}
-}
-
 // applyImage follows leadership changes: the __share_group_state
 // partitions led here go to the share coordinator, and the share-partitions
 // of every partition this broker stopped leading are closed (their records'
 // acquisitions end with the leadership; the new leader reads the state).
 // Runs on the image goroutine after the partitions' roles were applied.
 func (s *shares) applyImage(prev, next *controller.Image) {
-	s.applyStateLeadership(next)
+	s.stateParts.apply(next)
 	if prev == nil {
 		return
 	}
@@ -258,19 +235,6 @@ func (s *shares) applyImage(prev, next *controller.Image) {
 				s.parts.LeadershipLost(t.ID, p.Index)
 			}
 		}
-	}
-}
-
-func (s *shares) applyStateLeadership(img *controller.Image) {
-	for _, t := range s.b.leadershipChanges(img, sharestate.StateTopicName, s.led) {
-		s.send(t)
-	}
-}
-
-func (s *shares) send(t leaderTransition) {
-	select {
-	case s.work <- t:
-	case <-s.ctx.Done():
 	}
 }
 
@@ -299,7 +263,7 @@ type stateLog struct {
 }
 
 func (l stateLog) Append(ctx context.Context, records []sharestate.Record) (int64, error) {
-	info, err := l.p.AppendAsLeader([]record.Batch{encodeRecords(records, l.now().UnixMilli())}, -1, storage.AppendOptions{})
+	info, err := l.p.AppendAsLeader([]record.Batch{encodeRecords(records, l.now().UnixMilli(), nil)}, -1, storage.AppendOptions{})
 	if err != nil {
 		return 0, err
 	}

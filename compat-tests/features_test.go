@@ -12,8 +12,8 @@ import (
 )
 
 // ApiVersions v3+ lists the cluster's features as Kafka 4.x does
-// (metadata.version 4.0-IV3, group.version 1, share.version 1 and
-// eligible.leader.replicas.version 1 finalized; kraft.version
+// (metadata.version 4.0-IV3, group.version 1, share.version 1,
+// eligible.leader.replicas.version 1 and transaction.version 2 finalized; kraft.version
 // supported, at 0 on a static quorum so not finalized), and UpdateFeatures
 // changes them through the metadata log: an unknown feature or a level out
 // of range is INVALID_UPDATE_VERSION (sarama TestFuncAdminUpdateFeatures),
@@ -26,12 +26,13 @@ func TestFeatures(t *testing.T) {
 
 	supported, finalized := apiVersionFeatures(ctx, t, cl)
 	if supported["metadata.version"] != [2]int16{7, 25} || supported["group.version"] != [2]int16{0, 1} || supported["kraft.version"] != [2]int16{0, 1} ||
-		supported["share.version"] != [2]int16{0, 1} || supported["eligible.leader.replicas.version"] != [2]int16{0, 1} {
+		supported["share.version"] != [2]int16{0, 1} || supported["eligible.leader.replicas.version"] != [2]int16{0, 1} ||
+		supported["transaction.version"] != [2]int16{0, 2} {
 		t.Errorf("supported features %v", supported)
 	}
 	if finalized["metadata.version"] != 25 || finalized["group.version"] != 1 || finalized["share.version"] != 1 ||
-		finalized["eligible.leader.replicas.version"] != 1 || len(finalized) != 4 {
-		t.Errorf("finalized features %v, want metadata.version 25, group.version 1, share.version 1 and eligible.leader.replicas.version 1", finalized)
+		finalized["eligible.leader.replicas.version"] != 1 || finalized["transaction.version"] != 2 || len(finalized) != 5 {
+		t.Errorf("finalized features %v, want metadata.version 25, group.version 1, share.version 1, eligible.leader.replicas.version 1 and transaction.version 2", finalized)
 	}
 	v3 := kversion.Stable()
 	v3.SetMaxKeyVersion(18, 3)

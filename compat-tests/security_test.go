@@ -225,15 +225,24 @@ func writeRequest(t *testing.T, w io.Writer, corr int32, req kmsg.Request) {
 }
 
 func readResponseFrame(rd *bufio.Reader) (int32, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(rd, size[:]); err != nil {
-		return 0, err
-	}
-	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(rd, frame); err != nil {
+	frame, err := readFrame(rd)
+	if err != nil {
 		return 0, err
 	}
 	return int32(binary.BigEndian.Uint32(frame)), nil
+}
+
+// readFrame reads one response: the correlation id, then the rest.
+func readFrame(rd *bufio.Reader) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(rd, size[:]); err != nil {
+		return nil, err
+	}
+	frame := make([]byte, binary.BigEndian.Uint32(size[:]))
+	if _, err := io.ReadFull(rd, frame); err != nil {
+		return nil, err
+	}
+	return frame, nil
 }
 
 // A renewed broker certificate is served to new connections without a

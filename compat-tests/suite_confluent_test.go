@@ -65,9 +65,6 @@ func TestConfluentSuite(t *testing.T) {
 	runSuite(t, clientSuite{
 		name: "confluent-kafka-go/v2 kafka", module: "github.com/confluentinc/confluent-kafka-go/v2", version: "v2.11.1",
 		pkgs: []string{"kafka"}, cgo: true, timeout: 30 * time.Minute,
-		// Each waits two minutes for InitTransactions.
-		skip:    "^(TestTransactionalProducer|TestTransactionalSendOffsets)$",
-		skipWhy: "they need transactions, not served yet (issue 14)",
 		prepare: func(t *testing.T, pkgDir string) {
 			b, err := json.MarshalIndent(conf, "", "  ")
 			if err != nil {

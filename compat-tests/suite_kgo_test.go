@@ -7,14 +7,10 @@ import (
 )
 
 // kgoSuite is franz-go's pkg/kgo integration suite at the version
-// issue 21 measured.
+// issue 21 measured, transactions (TestTxnEtl) included.
 func kgoSuite(name string) clientSuite {
 	return clientSuite{
 		name: name, module: "github.com/twmb/franz-go", version: "v1.22.3", pkgs: []string{"pkg/kgo"},
-		// TestTxnEtl's transactional producer retries until the go test
-		// timeout while transactions are not served (issue 14).
-		skip:    "^TestTxnEtl$",
-		skipWhy: "transactions are not served yet (issue 14)",
 		timeout: 30 * time.Minute,
 	}
 }

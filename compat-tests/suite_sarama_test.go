@@ -84,10 +84,6 @@ func TestSaramaSuite(t *testing.T) {
 		pkgs: []string{"."}, tags: "functional", timeout: 30 * time.Minute,
 		env: []string{"TOXIPROXY_ADDR=http://" + toxi.addr, "KAFKA_VERSION=" + version,
 			"PATH=" + shim + string(os.PathListSeparator) + os.Getenv("PATH")},
-		// The transactional tests wait for a transaction coordinator
-		// until the suite's timeout while transactions are not served.
-		skip:    "^(TestFuncDescribeTransactions|TestFuncListTransactions|TestFuncInitProducerId3|TestFuncTxn.*)$",
-		skipWhy: "they need transactions, not served yet (issue 14)",
 	})
 }
 

@@ -192,9 +192,17 @@ type Config struct {
 
 	// Producers and transactions.
 
-	ProducerIDExpiration      time.Duration // producer.id.expiration.ms
-	TransactionMaxTimeout     time.Duration // transaction.max.timeout.ms
-	TransactionalIDExpiration time.Duration // transactional.id.expiration.ms
+	ProducerIDExpiration                    time.Duration // producer.id.expiration.ms
+	TransactionMaxTimeout                   time.Duration // transaction.max.timeout.ms
+	TransactionalIDExpiration               time.Duration // transactional.id.expiration.ms
+	TransactionStateLogNumPartitions        int32         // transaction.state.log.num.partitions
+	TransactionStateLogReplicationFactor    int16         // transaction.state.log.replication.factor
+	TransactionStateLogMinISR               int32         // transaction.state.log.min.isr
+	TransactionStateLogSegmentBytes         int64         // transaction.state.log.segment.bytes
+	TransactionAbortTimedOutCleanupInterval time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	TransactionRemoveExpiredCleanupInterval time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
+	AddPartitionsToTxnRetryBackoff          time.Duration // add.partitions.to.txn.retry.backoff.ms
+	AddPartitionsToTxnRetryBackoffMax       time.Duration // add.partitions.to.txn.retry.backoff.max.ms
 
 	// Connections and operations.
 

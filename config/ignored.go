@@ -40,9 +40,7 @@ var ignoredKeys = []string{
 	"socket.connection.setup.timeout.max.ms", "socket.connection.setup.timeout.ms",
 	"socket.listen.backlog.size", "socket.receive.buffer.bytes", "socket.send.buffer.bytes",
 	"telemetry.max.bytes",
-	"transaction.abort.timed.out.transaction.cleanup.interval.ms",
 	"transaction.partition.verification.enable",
-	"transaction.remove.expired.transaction.cleanup.interval.ms",
 	"transaction.two.phase.commit.enable", "unstable.api.versions.enable",
 	"unstable.feature.versions.enable",
 }

@@ -184,8 +184,10 @@ func TestLoadKafkaServerProperties(t *testing.T) {
 		{"ignored", c.Ignored, []string{
 			"num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
 			"socket.receive.buffer.bytes", "socket.send.buffer.bytes",
-			"transaction.state.log.min.isr", "transaction.state.log.replication.factor",
 		}},
+		// Used since transactions exist (issue 14).
+		{"txn state rf", c.TransactionStateLogReplicationFactor, int16(1)},
+		{"txn state min isr", c.TransactionStateLogMinISR, int32(1)},
 		{"unknown", len(c.Unknown), 0},
 	}
 	for _, tc := range checks {

@@ -49,6 +49,12 @@ func ParseProduce(records []byte) (Batch, error) {
 	return Batch{header: h, bytes: records}, nil
 }
 
+// Clone is b with bytes of its own: a produce that waits (a transactional
+// verification) outlives the request buffer its batch came from.
+func (b Batch) Clone() Batch {
+	return Batch{header: b.header, bytes: append([]byte(nil), b.bytes...)}
+}
+
 // SetBaseOffset writes baseOffset (outside the CRC).
 func (b *Batch) SetBaseOffset(offset int64) {
 	binary.BigEndian.PutUint64(b.bytes[offBaseOffset:], uint64(offset))

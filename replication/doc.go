@@ -27,12 +27,28 @@
 //   - After a leader change a follower truncates where its log diverges from the
 //     leader's (DivergingEpoch), never blindly to its HW.
 //
+//   - A new leader's HW (its own, or its checkpoint after a restart) can lag
+//     the one its predecessor served: consumers (Fetch, ListOffsets) get
+//     OFFSET_NOT_AVAILABLE, retriable, until the HW reaches the offset the
+//     epoch started at, so no consumer sees the HW or the LSO move back
+//     (Kafka refuses ListOffsets so; kbroker refuses fetches too).
+//
 //   - Replication throttles (KIP-73, throttle.go): a leader answers an
 //     out-of-sync follower's fetch of a throttled partition without records,
 //     and a follower leaves its throttled out-of-sync partitions out of its
 //     fetches, while the side's rate (SimpleRate over replication.quota.
 //     window.*) is above leader/follower.replication.throttled.rate. In-sync
 //     replicas are never held back.
+//
+// Transactions (issue 14): the log keeps each producer's open transaction
+// and the last stable offset (LSO = min(first offset of an open or not yet
+// replicated transaction, HW), storage/producer_txn.go). Followers apply
+// the markers they replicate like any batch, so a new leader has the same
+// LSO and aborted index. A read_committed consumer reads below the LSO and
+// gets the aborted transactions overlapping what it read
+// (ReadForConsumerAt; a follower serving a consumer, KIP-392, reads from
+// its own LSO and index: ReadForConsumerOnFollowerAt); ListOffsetAt
+// answers the LSO as its latest offset. The simulator's in-memory log has no transactions (its LSO is the HW).
 //
 // Decisions (HW, ISR shrink/expand) are pure functions over a snapshot
 // (hwm.go, isr.go); the truncation point (Partition.TruncationPoint in

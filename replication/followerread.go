@@ -12,12 +12,22 @@ import (
 
 // Fetching from the closest replica (KIP-392): a follower serves
 // consumers' fetches up to its own high watermark, which it learns from
-// the leader's fetch responses; the leader names, per consumer fetch, the
-// replica a consumer should read from (the broker's replica selector,
-// from the candidates ReadReplicas lists).
+// the leader's fetch responses, and read_committed consumers up to its own
+// last stable offset with its own aborted-transaction index (markers
+// replicate like any batch, so both match the leader's once caught up);
+// the leader names, per consumer fetch, the replica a consumer should read
+// from (the broker's replica selector, from the candidates ReadReplicas
+// lists).
 
-// ReadForConsumerOnFollower reads committed data for a consumer from this
-// replica as a follower: up to its high watermark, as Kafka's
+// ReadForConsumerOnFollower reads for a read_uncommitted consumer from
+// this replica as a follower (ReadForConsumerOnFollowerAt).
+func (p *Partition) ReadForConsumerOnFollower(offset int64, maxBytes int32, currentLeaderEpoch int32, minOneBatch bool) (ReadResult, error) {
+	return p.ReadForConsumerOnFollowerAt(ReadUncommitted, offset, maxBytes, currentLeaderEpoch, minOneBatch)
+}
+
+// ReadForConsumerOnFollowerAt reads for a consumer at isolation level iso
+// from this replica as a follower: up to its high watermark (or its last
+// stable offset, with the aborted transactions read), as Kafka's
 // Partition.fetchRecords with fetchOnlyFromLeader false. A replica that is
 // not a follower answers NOT_LEADER_OR_FOLLOWER (the leader serves through
 // ReadForConsumer); a leader epoch other than the one followed is fenced
@@ -25,7 +35,7 @@ import (
 // records not replicated here yet: a fetch that named its leader epoch
 // gets OFFSET_OUT_OF_RANGE (it knows to ask the leader), one that did not
 // gets an empty answer and retries (Kafka 3.4+, KAFKA-14313's rule).
-func (p *Partition) ReadForConsumerOnFollower(offset int64, maxBytes int32, currentLeaderEpoch int32, minOneBatch bool) (ReadResult, error) {
+func (p *Partition) ReadForConsumerOnFollowerAt(iso Isolation, offset int64, maxBytes int32, currentLeaderEpoch int32, minOneBatch bool) (ReadResult, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.role != RoleFollower {
@@ -38,13 +48,30 @@ func (p *Partition) ReadForConsumerOnFollower(offset int64, maxBytes int32, curr
 	if offset > res.LogEndOffset && currentLeaderEpoch < 0 {
 		return res, nil
 	}
-	return p.readLocked(res, offset, maxBytes, res.HighWatermark, minOneBatch)
+	return p.readConsumerLocked(res, iso, offset, maxBytes, minOneBatch)
 }
 
 // offsetsLocked is a read's answer before its records: the partition's
-// HW, log start and log end. Must be called with mu held.
+// HW, LSO, log start and log end. Must be called with mu held.
 func (p *Partition) offsetsLocked() ReadResult {
-	return ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset()}
+	return ReadResult{HighWatermark: p.log.HighWatermark(), LogStartOffset: p.log.LogStartOffset(), LogEndOffset: p.log.LogEndOffset(),
+		LastStableOffset: p.log.LastStableOffset()}
+}
+
+// readConsumerLocked reads for a consumer at iso into res: below the HW,
+// or below the LSO with the aborted transactions that overlap the batches
+// read (Kafka's fetch with isolation_level=read_committed). An empty read
+// has no aborted transactions. Must be called with mu held.
+func (p *Partition) readConsumerLocked(res ReadResult, iso Isolation, offset int64, maxBytes int32, minOneBatch bool) (ReadResult, error) {
+	bound := res.HighWatermark
+	if iso == ReadCommitted {
+		bound = res.LastStableOffset
+	}
+	res, err := p.readLocked(res, offset, maxBytes, bound, minOneBatch)
+	if err == nil && iso == ReadCommitted && len(res.Data) > 0 {
+		res.Aborted = p.log.AbortedTransactions(offset, res.NextOffset)
+	}
+	return res, err
 }
 
 // readLocked reads from offset up to bound (exclusive) into res; an offset

@@ -128,6 +128,11 @@ type ReadResult struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	LogEndOffset   int64
+	// LastStableOffset is the partition's LSO (for every isolation level,
+	// as Kafka answers it); Aborted lists the aborted transactions that
+	// overlap the records read, for a read_committed consumer only.
+	LastStableOffset int64
+	Aborted          []storage.AbortedTxn
 	// Diverging is set (and no data returned) when a follower's log diverges
 	// from the leader's at its LastFetchedEpoch (KIP-320/KIP-595).
 	Diverging *EpochEndOffset
@@ -139,8 +144,28 @@ type EpochEndOffset struct {
 	EndOffset int64
 }
 
-// ReadForConsumer reads committed data (below the HW) for a consumer.
+// Isolation is a consumer's isolation level (Fetch and ListOffsets).
+type Isolation int8
+
+const (
+	// ReadUncommitted reads up to the HW, aborted transactions included.
+	ReadUncommitted Isolation = 0
+	// ReadCommitted reads up to the last stable offset, with the aborted
+	// transactions of the records read, for the client to skip.
+	ReadCommitted Isolation = 1
+)
+
+// ReadForConsumer reads committed data (below the HW) for a
+// read_uncommitted consumer.
 func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentLeaderEpoch int32, minOneBatch bool) (ReadResult, error) {
+	return p.ReadForConsumerAt(ReadUncommitted, offset, maxBytes, currentLeaderEpoch, minOneBatch)
+}
+
+// ReadForConsumerAt reads for a consumer at isolation level iso: below
+// the HW, or below the LSO with the aborted transactions that overlap the
+// batches read (Kafka's fetch with isolation_level=read_committed). An
+// empty read has no aborted transactions.
+func (p *Partition) ReadForConsumerAt(iso Isolation, offset int64, maxBytes int32, currentLeaderEpoch int32, minOneBatch bool) (ReadResult, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.role != RoleLeader {
@@ -149,8 +174,34 @@ func (p *Partition) ReadForConsumer(offset int64, maxBytes int32, currentLeaderE
 	if err := p.checkEpochLocked(currentLeaderEpoch); err != nil {
 		return ReadResult{}, err
 	}
-	res := p.offsetsLocked()
-	return p.readLocked(res, offset, maxBytes, res.HighWatermark, minOneBatch)
+	if err := p.checkHWCaughtUpLocked(); err != nil {
+		return ReadResult{}, err
+	}
+	return p.readConsumerLocked(p.offsetsLocked(), iso, offset, maxBytes, minOneBatch)
+}
+
+// checkHWCaughtUpLocked refuses consumer fetches (OFFSET_NOT_AVAILABLE,
+// retriable) while a new leader's HW is below the offset its epoch started
+// at: the HW it took over (its own, or a checkpoint after a restart) can be
+// older than the one its predecessor served, and consumers must never see
+// the high watermark or the last stable offset move back. The HW reaches
+// the epoch start once the ISR has fetched up to it. Kafka refuses
+// ListOffsets so ("the leader is not able to guarantee monotonically
+// increasing offsets due to a recent leader election and high-water mark
+// lag"; ListOffsetAt's lagging rule); kbroker refuses consumer fetches too.
+// Must be called with mu held.
+func (p *Partition) checkHWCaughtUpLocked() error {
+	if p.log.HighWatermark() < p.leaderEpochStartOffset {
+		return kerr.OffsetNotAvailable
+	}
+	return nil
+}
+
+// BeginTxnVerification starts the verification of a transactional
+// produce (storage.Log.BeginTxnVerification): the zero guard when the
+// producer's transaction is already open here at epoch.
+func (p *Partition) BeginTxnVerification(producerID int64, epoch int16, epochBump bool) storage.VerificationGuard {
+	return p.log.BeginTxnVerification(producerID, epoch, epochBump)
 }
 
 // FollowerFetch is one partition of a follower's fetch.

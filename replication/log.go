@@ -52,6 +52,15 @@ type ReplicaLog interface {
 	// MaxTimestamp and OffsetForTimestamp answer ListOffsets by time.
 	MaxTimestamp() (ts int64, offset int64)
 	OffsetForTimestamp(ts int64) (offset, timestamp int64, ok bool)
+
+	// Transactions: the last stable offset (min of the first open
+	// transaction's first offset and the HW, never moving back), the
+	// aborted transactions overlapping [from, upTo) (Kafka's
+	// collectAbortedTxns), and the verification a transactional append
+	// needs (storage's producer_txn.go has the rules).
+	LastStableOffset() int64
+	AbortedTransactions(from, upTo int64) []storage.AbortedTxn
+	BeginTxnVerification(producerID int64, epoch int16, epochBump bool) storage.VerificationGuard
 }
 
 var _ ReplicaLog = (*storage.Log)(nil)

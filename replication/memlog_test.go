@@ -427,3 +427,9 @@ func (l *memLog) batchesBelow(end int64) []memBatch {
 	i := sort.Search(len(l.batches), func(i int) bool { return l.batches[i].last >= end })
 	return l.batches[:i:i]
 }
+
+// The simulator's producers are not transactional: the LSO is the HW and
+// nothing is ever aborted.
+func (l *memLog) LastStableOffset() int64                                           { return l.HighWatermark() }
+func (l *memLog) AbortedTransactions(from, upTo int64) []storage.AbortedTxn         { return nil }
+func (l *memLog) BeginTxnVerification(int64, int16, bool) storage.VerificationGuard { return 0 }

@@ -27,6 +27,13 @@ type OffsetLookup struct {
 // and a timestamp found beyond the HW get OFFSET_NOT_AVAILABLE (retriable),
 // as Kafka's.
 func (p *Partition) ListOffset(ts int64, currentLeaderEpoch int32, fromReplica bool) (OffsetLookup, error) {
+	return p.ListOffsetAt(ReadUncommitted, ts, currentLeaderEpoch, fromReplica)
+}
+
+// ListOffsetAt is ListOffset for a consumer at isolation level iso: a
+// read_committed one sees up to the last stable offset (Kafka's
+// lastFetchableOffset), the latest offset included.
+func (p *Partition) ListOffsetAt(iso Isolation, ts int64, currentLeaderEpoch int32, fromReplica bool) (OffsetLookup, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.role != RoleLeader {
@@ -36,13 +43,17 @@ func (p *Partition) ListOffset(ts int64, currentLeaderEpoch int32, fromReplica b
 		return OffsetLookup{}, err
 	}
 	end := p.log.HighWatermark()
-	if fromReplica {
+	switch {
+	case fromReplica:
 		end = p.log.LogEndOffset()
+	case iso == ReadCommitted:
+		end = p.log.LastStableOffset()
 	}
 	none := OffsetLookup{Offset: -1, Timestamp: -1, LeaderEpoch: -1}
 	// A new leader whose HW has not yet reached its epoch's start offset
-	// does not know the committed end yet (Kafka's fetchOffsetForTimestamp).
-	lagging := !fromReplica && p.leaderEpochStartOffset > end
+	// does not know the committed end yet (Kafka's fetchOffsetForTimestamp:
+	// the HW, not the LSO, is compared).
+	lagging := !fromReplica && p.leaderEpochStartOffset > p.log.HighWatermark()
 	switch ts {
 	case LatestTimestamp:
 		if lagging {

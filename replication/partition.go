@@ -164,9 +164,11 @@ type Snapshot struct {
 	HighWatermark  int64
 	LogEndOffset   int64
 	LogStartOffset int64
-	MinISR         int32 // effective: min.insync.replicas capped at the replica count
-	LogSize        int64
-	Segments       int
+	// LastStableOffset is the LSO: read_committed consumers read below it.
+	LastStableOffset int64
+	MinISR           int32 // effective: min.insync.replicas capped at the replica count
+	LogSize          int64
+	Segments         int
 	// FollowerLEOs is each follower's LEO as the leader last saw it (-1:
 	// not fetched yet); leader only.
 	FollowerLEOs map[int32]int64
@@ -182,7 +184,7 @@ func (p *Partition) Snapshot() Snapshot {
 		Replicas:       slices.Clone(p.replicas), ISR: slices.Clone(p.isr.committed),
 		MaximalISR:    slices.Clone(p.isr.maximal()),
 		HighWatermark: p.log.HighWatermark(), LogEndOffset: p.log.LogEndOffset(),
-		LogStartOffset: p.log.LogStartOffset(), MinISR: p.effectiveMinISRLocked(),
+		LogStartOffset: p.log.LogStartOffset(), LastStableOffset: p.log.LastStableOffset(), MinISR: p.effectiveMinISRLocked(),
 		LogSize: p.log.Size(), Segments: p.log.NumSegments(),
 		FollowerLEOs: p.followerLEOsLocked(),
 	}

@@ -361,6 +361,60 @@ func TestTruncateAtLogEndDropsEmptyEpoch(t *testing.T) {
 	}
 }
 
+// A new leader whose HW is below the offset its epoch starts at (the HW
+// it took over lags its predecessor's) refuses consumers with
+// OFFSET_NOT_AVAILABLE until the ISR has fetched up to that offset, so
+// that no consumer sees the high watermark move back; followers are served.
+func TestNewLeaderRefusesConsumersUntilHWCatchesUp(t *testing.T) {
+	clock := testsupport.NewClock(time.Unix(1000, 0))
+	r1, r2, r3 := newTestReplica(t, 1, clock), newTestReplica(t, 2, clock), newTestReplica(t, 3, clock)
+	st := func(leader, epoch int32, isr ...int32) PartitionState {
+		return PartitionState{Topic: "t", Replicas: []int32{1, 2, 3}, ISR: isr, Leader: leader, LeaderEpoch: epoch}
+	}
+	if err := r1.p.MakeLeader(st(1, 0, 1, 2, 3), 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*testReplica{r2, r3} {
+		if _, err := r.p.MakeFollower(st(1, 0, 1, 2, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r1.p.AppendAsLeader(batch(5), -1, storage.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	replicate(t, r1, r2, 2)
+	replicate(t, r1, r3, 3)
+	replicate(t, r1, r2, 2) // r2 at 5, learns HW 0
+	replicate(t, r1, r3, 3) // r3 at 5: the leader's HW is 5
+	if hw := r1.p.Snapshot().HighWatermark; hw != 5 {
+		t.Fatalf("leader HW %d, want 5", hw)
+	}
+	// r1 dies; r2 takes over with HW 0 and its epoch starting at 5.
+	if err := r2.p.MakeLeader(st(2, 1, 2, 3), 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r3.p.MakeFollower(st(2, 1, 2, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r2.p.ReadForConsumer(0, 1<<20, -1, true); !errors.Is(err, kerr.OffsetNotAvailable) {
+		t.Fatalf("consumer fetch before the HW caught up: %v, want OFFSET_NOT_AVAILABLE", err)
+	}
+	if _, err := r2.p.ListOffsetAt(ReadCommitted, LatestTimestamp, -1, false); !errors.Is(err, kerr.OffsetNotAvailable) {
+		t.Fatalf("ListOffsets before the HW caught up: %v, want OFFSET_NOT_AVAILABLE", err)
+	}
+	if _, err := r2.p.ListOffsetAt(ReadUncommitted, LatestTimestamp, -1, true); err != nil {
+		t.Fatalf("ListOffsets from a replica: %v", err)
+	}
+	replicate(t, r2, r3, 3) // the follower tells the new leader its LEO
+	res, err := r2.p.ReadForConsumer(0, 1<<20, -1, true)
+	if err != nil || res.HighWatermark != 5 {
+		t.Fatalf("consumer fetch after the follower fetched: HW %d, %v; want 5", res.HighWatermark, err)
+	}
+	if res.Release != nil {
+		res.Release()
+	}
+}
+
 // KIP-966's strict min ISR, on a real leader: while the committed ISR is
 // smaller than min.insync.replicas the HW does not move, however far the
 // replicas outside it have copied the log; it moves once the controller

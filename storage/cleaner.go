@@ -52,8 +52,13 @@ type CleanStats struct {
 	KeylessRemoved    int64
 	// EmptyBatches counts header-only batches kept for producer state.
 	EmptyBatches int64
-	Keys         int // distinct keys in the offset map
-	Duration     time.Duration
+	// AbortedBatchesRemoved counts data batches of aborted transactions
+	// dropped; MarkersRemoved transaction markers dropped after their
+	// delete horizon (cleaner_txn.go).
+	AbortedBatchesRemoved int64
+	MarkersRemoved        int64
+	Keys                  int // distinct keys in the offset map
+	Duration              time.Duration
 }
 
 // errCleaningAborted: the log changed under a cleaning (truncation, close,
@@ -153,9 +158,9 @@ type cleanPlan struct {
 	dirtyBytes         int64 // segs[dirtyFrom:dirtyTo]
 	// needNow: a dirty batch is older than max.compaction.lag.ms.
 	needNow bool
-	// producers maps each active producer to the last offset of its last
-	// batch: that batch is kept, if only as an empty header.
-	producers map[int64]int64
+	// producers maps each active producer to its last data batch (or
+	// marker): that batch is kept, if only as an empty header.
+	producers map[int64]lastProducerBatch
 }
 
 func (p *cleanPlan) ratio() float64 {
@@ -173,8 +178,8 @@ func (p *cleanPlan) due() bool {
 // planCleaning computes the dirty section as Kafka's
 // LogCleanerManager.cleanableOffsets: from the checkpoint (or the log start
 // offset) to the start of the segment holding the first uncleanable offset,
-// min(HW, active segment base, first dirty segment newer than
-// min.compaction.lag.ms).
+// min(last stable offset, active segment base, first dirty segment newer
+// than min.compaction.lag.ms).
 func (l *Log) planCleaning(now time.Time) (*cleanPlan, error) {
 	l.appendMu.Lock()
 	if err := l.checkWritableLocked(); err != nil {
@@ -182,7 +187,8 @@ func (l *Log) planCleaning(now time.Time) (*cleanPlan, error) {
 		return nil, err
 	}
 	p := &cleanPlan{segs: l.segmentList(), gen: l.truncations.Load(), cfg: l.cfg}
-	hw, lso, leo := l.highWatermark.Load(), l.logStartOffset.Load(), l.logEndOffset.Load()
+	lso, leo := l.logStartOffset.Load(), l.logEndOffset.Load()
+	stable := l.LastStableOffset()
 	l.appendMu.Unlock()
 
 	p.firstDirty = l.cleanerOffset.Load()
@@ -191,7 +197,7 @@ func (l *Log) planCleaning(now time.Time) (*cleanPlan, error) {
 	}
 	segs, last := p.segs, len(p.segs)-1
 	p.dirtyFrom = segmentFor(segs, p.firstDirty)
-	uncleanable := min(hw, segs[last].baseOffset)
+	uncleanable := min(stable, segs[last].baseOffset)
 	if lag := p.cfg.MinCompactionLagMs; lag > 0 {
 		for _, s := range segs[p.dirtyFrom:last] {
 			if s.largestTimestamp() > now.UnixMilli()-lag {
@@ -212,9 +218,9 @@ func (l *Log) planCleaning(now time.Time) (*cleanPlan, error) {
 	if lag := p.cfg.MaxCompactionLagMs; lag < math.MaxInt64 {
 		p.needNow = earliestFirstBatchTimestamp(segs[p.dirtyFrom:last]) < now.UnixMilli()-lag
 	}
-	p.producers = map[int64]int64{}
+	p.producers = map[int64]lastProducerBatch{}
 	for _, e := range l.producers.entries() {
-		p.producers[e.ProducerID] = e.LastOffset()
+		p.producers[e.ProducerID] = lastProducerBatch{lastDataOffset: e.LastOffset(), epoch: e.Epoch}
 	}
 	return p, nil
 }
@@ -268,6 +274,9 @@ type cleaner struct {
 	m     offsetMap
 	comp  record.Compressor
 	stats CleanStats
+	// txns follows the transactions of the current pass (the offset map's,
+	// then each group's).
+	txns *txnCleaning
 }
 
 func (c *cleaner) aborted() bool {
@@ -323,6 +332,7 @@ func (c *cleaner) withSegment(s *segment, fn func(data []byte) error) error {
 // buildOffsetMap). full reports that the budget ran out: the map then
 // covers offsets up to m.latest.
 func (c *cleaner) buildOffsetMap() (bool, error) {
+	c.txns = c.l.abortedInRange(c.p.segs[c.p.dirtyFrom].baseOffset, c.p.segs[c.p.dirtyTo].baseOffset)
 	for _, s := range c.p.segs[c.p.dirtyFrom:c.p.dirtyTo] {
 		full := false
 		err := c.withSegment(s, func(data []byte) error {
@@ -349,7 +359,13 @@ func (c *cleaner) mapBatch(h record.BatchHeader, batch []byte) (full bool, err e
 	if h.LastOffset() < c.p.firstDirty {
 		return false, nil
 	}
-	if !h.IsControl() { // markers carry no user key
+	if h.IsControl() {
+		marker, err := parseMarker(h, batch)
+		if err != nil {
+			return false, err
+		}
+		c.txns.controlBatch(h, marker)
+	} else if !c.txns.dataBatch(h) { // markers and aborted data carry no key that counts
 		it, err := record.Records(batch)
 		if err != nil {
 			return false, err
@@ -409,6 +425,7 @@ func (c *cleaner) cleanGroup(group []*segment) error {
 		return err
 	}
 	defer w.discard()
+	c.txns = c.l.abortedInRange(group[0].baseOffset, group[len(group)-1].nextOffset.Load())
 	var before int64
 	for _, s := range group {
 		before += s.size.Load()
@@ -416,7 +433,7 @@ func (c *cleaner) cleanGroup(group []*segment) error {
 			return err
 		}
 	}
-	seg, err := w.finish(group)
+	seg, err := w.finish(group, c.txns.kept)
 	if err != nil {
 		return err
 	}
@@ -454,7 +471,8 @@ func (c *cleaner) cleanInto(w *cleanedWriter, s *segment, data []byte) error {
 
 // filterBatch returns what is kept of one batch (nil: nothing), following
 // Kafka's MemoryRecords.filterTo with the cleaner's batch retention:
-//   - control batches (transaction markers) are kept as they are;
+//   - control batches (transaction markers) and batches of aborted
+//     transactions follow cleaner_txn.go's rules;
 //   - a batch whose records are all kept, and that needs no new delete
 //     horizon, is kept byte for byte;
 //   - otherwise the kept records are re-encoded into a batch with the
@@ -464,7 +482,15 @@ func (c *cleaner) cleanInto(w *cleanedWriter, s *segment, data []byte) error {
 //     of an active producer: an empty header keeps its sequence and epoch.
 func (c *cleaner) filterBatch(h record.BatchHeader, batch []byte) ([]byte, error) {
 	if h.IsControl() {
-		return batch, nil
+		return c.filterControl(h, batch)
+	}
+	if c.txns.dataBatch(h) { // of an aborted transaction
+		if c.p.keepsProducerState(h) {
+			c.stats.EmptyBatches++
+			return record.EmptyBatch(h).Bytes(), nil
+		}
+		c.stats.AbortedBatchesRemoved++
+		return nil, nil
 	}
 	recs, err := batchRecords(batch)
 	if err != nil {
@@ -490,16 +516,11 @@ func (c *cleaner) filterBatch(h record.BatchHeader, batch []byte) ([]byte, error
 			horizon = -1
 		}
 		return rebuildBatch(&c.comp, batch, h, kept, horizon)
-	case h.ProducerID >= 0 && c.isLastBatchOfProducer(h):
+	case c.p.keepsProducerState(h):
 		c.stats.EmptyBatches++
 		return record.EmptyBatch(h).Bytes(), nil
 	}
 	return nil, nil
-}
-
-func (c *cleaner) isLastBatchOfProducer(h record.BatchHeader) bool {
-	last, ok := c.p.producers[h.ProducerID]
-	return ok && last == h.LastOffset()
 }
 
 // retain is Kafka's Cleaner.shouldRetainRecord: records after the mapped
@@ -557,7 +578,7 @@ func (w *cleanedWriter) path(suffix string) string {
 }
 
 func (w *cleanedWriter) removeFiles() {
-	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		w.env.fs.Remove(w.path(suf))
 	}
 }
@@ -579,7 +600,7 @@ func (w *cleanedWriter) write(batch []byte) error {
 // modification time of group's last segment (as Kafka, so time retention
 // and segment ages are unchanged) and returns the segment that will
 // replace group.
-func (w *cleanedWriter) finish(group []*segment) (*segment, error) {
+func (w *cleanedWriter) finish(group []*segment, aborted []AbortedTxn) (*segment, error) {
 	err := w.bw.Flush()
 	if err == nil {
 		err = w.f.Sync()
@@ -601,7 +622,11 @@ func (w *cleanedWriter) finish(group []*segment) (*segment, error) {
 	if err := writeFileSynced(w.env.fs, w.path(timeIndexSuffix), w.index.tindex); err != nil {
 		return nil, err
 	}
+	if err := writeCleanedTxnIndex(w.env.fs, w.path(txnIndexSuffix), aborted); err != nil {
+		return nil, err
+	}
 	s := newSegment(w.dir, w.base, w.env)
+	s.txn.entries, s.txn.written, s.txn.synced = aborted, len(aborted), len(aborted)
 	s.size.Store(w.pos)
 	s.flushedSize.Store(w.pos)
 	s.nextOffset.Store(last.nextOffset.Load())
@@ -707,7 +732,11 @@ func (l *Log) swapCleaned(group []*segment, s *segment, gen int64) error {
 // swapCleaned. Must be called with appendMu held.
 func (l *Log) replaceWithSwapLocked(group []*segment, s *segment) error {
 	name := func(suffix string) string { return segmentFileName(l.dir, s.baseOffset, suffix) }
-	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+	suffixes, err := swappedIndexes(l.env.fs, name)
+	if err != nil {
+		return err
+	}
+	for _, suf := range suffixes {
 		if err := l.env.fs.Rename(name(suf)+cleanedSuffix, name(suf)+swapSuffix); err != nil {
 			return fmt.Errorf("storage: rename cleaned index: %w", err)
 		}
@@ -725,7 +754,7 @@ func (l *Log) replaceWithSwapLocked(group []*segment, s *segment) error {
 		return err
 	}
 	l.runCleanerHook("deleted")
-	for i, suf := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for i, suf := range append([]string{logSuffix}, suffixes...) {
 		if err := l.env.fs.Rename(name(suf)+swapSuffix, name(suf)); err != nil {
 			return fmt.Errorf("storage: rename swap file: %w", err)
 		}

@@ -38,6 +38,7 @@ type kvBatch struct {
 	epoch       int16
 	seq         int32
 	leaderEpoch int32
+	txn         bool // transactional attribute
 }
 
 func batchOf(recs ...kv) kvBatch { return kvBatch{recs: recs, pid: -1, epoch: -1, seq: -1} }
@@ -70,8 +71,12 @@ func (b kvBatch) build(t testing.TB) []byte {
 	for _, r := range b.recs {
 		maxTs = max(maxTs, r.ts)
 	}
+	attrs := int16(b.codec)
+	if b.txn {
+		attrs |= record.AttrTransactional
+	}
 	h := record.BatchHeader{
-		PartitionLeaderEpoch: b.leaderEpoch, Attributes: int16(b.codec), LastOffsetDelta: int32(len(b.recs) - 1),
+		PartitionLeaderEpoch: b.leaderEpoch, Attributes: attrs, LastOffsetDelta: int32(len(b.recs) - 1),
 		BaseTimestamp: b.recs[0].ts, MaxTimestamp: maxTs, ProducerID: b.pid, ProducerEpoch: b.epoch,
 		BaseSequence: b.seq, RecordCount: int32(len(b.recs)),
 	}

@@ -57,6 +57,11 @@ type crashModel struct {
 	nextValue          int
 	leaderEpoch        int32
 	expectedEpochStart map[int32]int64
+	// nextProducer numbers the transactional producers of
+	// crashAbortedTxn; aborted holds their records' values (the cleaner
+	// may remove them).
+	nextProducer int64
+	aborted      map[string]bool
 }
 
 func TestCrashSuite(t *testing.T) {
@@ -131,7 +136,7 @@ func newCrashRun(seed int64, dir string) *crashRun {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x19))
 	return &crashRun{seed: seed, rng: rng, clock: newFakeClock(), cfg: crashConfig(rng), logDir: filepath.Join(dir, "data"),
 		model: &crashModel{written: map[string]crashRecord{}, required: map[int64]string{}, current: map[int64]string{},
-			batchOf: map[int64]int64{}, expectedEpochStart: map[int32]int64{}}}
+			batchOf: map[int64]int64{}, expectedEpochStart: map[int32]int64{}, aborted: map[string]bool{}}}
 }
 
 // run starts a Manager on fsys, arms the cut (after the start: arm draws
@@ -210,8 +215,10 @@ func crashSteps(t *testing.T, seed int64, rng *rand.Rand, clock *testsupport.Clo
 		model.logStart = l.LogStartOffset()
 		var err error
 		switch k := rng.IntN(20); {
-		case k < 11:
+		case k < 10:
 			err = crashAppend(t, rng, l, model)
+		case k < 11:
+			err = crashAbortedTxn(t, rng, l, model)
 		case k < 14:
 			leo := l.LogEndOffset()
 			if err = l.Flush(); err == nil {
@@ -274,6 +281,32 @@ func crashSteps(t *testing.T, seed int64, rng *rand.Rand, clock *testsupport.Clo
 	return false
 }
 
+// crashBatch builds a batch of n records with unique values (returned
+// with their keys) and header h's producer fields.
+func crashBatch(rng *rand.Rand, model *crashModel, n int, h record.BatchHeader) (batch []byte, vals, keys []string) {
+	var recs []byte
+	ts := int64(1_700_000_000_000 + model.nextValue)
+	for i := range n {
+		v := fmt.Sprintf("v%06d-%s", model.nextValue, pad(rng))
+		model.nextValue++
+		k := fmt.Sprintf("k%d", rng.IntN(8))
+		vals, keys = append(vals, v), append(keys, k)
+		var r []byte
+		r = append(r, 0)
+		r = appendVarint(r, int64(i))
+		r = appendVarint(r, int64(i))
+		r = appendVarint(r, int64(len(k)))
+		r = append(r, k...)
+		r = appendVarint(r, int64(len(v)))
+		r = append(r, v...)
+		r = appendVarint(r, 0)
+		recs = appendVarint(recs, int64(len(r)))
+		recs = append(recs, r...)
+	}
+	h.LastOffsetDelta, h.BaseTimestamp, h.MaxTimestamp, h.RecordCount = int32(n-1), ts, ts+int64(n-1), int32(n)
+	return record.NewBatch(h, recs).Bytes(), vals, keys
+}
+
 // crashAppend appends 1-3 batches of 1-4 records; values are unique.
 func crashAppend(t *testing.T, rng *rand.Rand, l *Log, model *crashModel) error {
 	var buf []byte
@@ -282,30 +315,37 @@ func crashAppend(t *testing.T, rng *rand.Rand, l *Log, model *crashModel) error 
 	for range 1 + rng.IntN(3) {
 		n := 1 + rng.IntN(4)
 		counts = append(counts, n)
-		var recs []byte
-		ts := int64(1_700_000_000_000 + model.nextValue)
-		for i := range n {
-			v := fmt.Sprintf("v%06d-%s", model.nextValue, pad(rng))
-			model.nextValue++
-			k := fmt.Sprintf("k%d", rng.IntN(8))
-			vals, keys = append(vals, v), append(keys, k)
-			var r []byte
-			r = append(r, 0)
-			r = appendVarint(r, int64(i))
-			r = appendVarint(r, int64(i))
-			r = appendVarint(r, int64(len(k)))
-			r = append(r, k...)
-			r = appendVarint(r, int64(len(v)))
-			r = append(r, v...)
-			r = appendVarint(r, 0)
-			recs = appendVarint(recs, int64(len(r)))
-			recs = append(recs, r...)
-		}
-		h := record.BatchHeader{LastOffsetDelta: int32(n - 1), BaseTimestamp: ts, MaxTimestamp: ts + int64(n-1),
-			ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, RecordCount: int32(n)}
-		buf = append(buf, record.NewBatch(h, recs).Bytes()...)
+		b, v, k := crashBatch(rng, model, n, record.BatchHeader{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1})
+		buf, vals, keys = append(buf, b...), append(vals, v...), append(keys, k...)
 	}
-	info, err := l.AppendAsLeader(leaderBatches(t, buf), model.leaderEpoch, AppendOptions{})
+	return crashAppendBatches(t, l, model, buf, vals, keys, counts, AppendOptions{})
+}
+
+// crashAbortedTxn appends a transaction of a new producer (one batch of
+// 1-4 records, verified as a partition leader verifies it) and its ABORT
+// marker: the segment holding the marker gets a .txnindex entry, which
+// checkTxnIndex compares with the recovered log.
+func crashAbortedTxn(t *testing.T, rng *rand.Rand, l *Log, model *crashModel) error {
+	pid := 1000 + model.nextProducer
+	model.nextProducer++
+	n := 1 + rng.IntN(4)
+	b, vals, keys := crashBatch(rng, model, n, record.BatchHeader{ProducerID: pid, ProducerEpoch: 0, BaseSequence: 0,
+		Attributes: record.AttrTransactional})
+	for _, v := range vals {
+		model.aborted[v] = true
+	}
+	guard := l.BeginTxnVerification(pid, 0, false)
+	if err := crashAppendBatches(t, l, model, b, vals, keys, []int{n}, AppendOptions{TxnVerification: guard}); err != nil {
+		return err
+	}
+	marker := record.NewEndTxnMarkerBatch(pid, 0, 0, record.EndTxnMarker{Type: record.ControlAbort})
+	return crashAppendBatches(t, l, model, marker.Bytes(), nil, nil, []int{1}, AppendOptions{})
+}
+
+// crashAppendBatches appends buf (batches of counts records holding vals
+// and keys; a control batch has none) and records it in the model.
+func crashAppendBatches(t *testing.T, l *Log, model *crashModel, buf []byte, vals, keys []string, counts []int, opts AppendOptions) error {
+	info, err := l.AppendAsLeader(leaderBatches(t, buf), model.leaderEpoch, opts)
 	if errors.Is(err, ErrRecordBatchTooLarge) {
 		return nil // refused whole (MESSAGE_TOO_LARGE): nothing was written
 	}
@@ -434,6 +474,9 @@ func checkRecovered(t *testing.T, seed int64, l *Log, model *crashModel) {
 			if e := epochOf(l.EpochCache().Entries(), h.BaseOffset); e != h.PartitionLeaderEpoch {
 				fail("epoch cache gives epoch %d at offset %d, the batch has %d", e, h.BaseOffset, h.PartitionLeaderEpoch)
 			}
+			if h.IsControl() {
+				continue // a transaction marker (crashAbortedTxn)
+			}
 			recs, err := record.Records(it.Batch())
 			if err != nil {
 				fail("records of %d: %v", h.BaseOffset, err)
@@ -466,12 +509,58 @@ func checkRecovered(t *testing.T, seed int64, l *Log, model *crashModel) {
 		if r, ok := got[off]; ok && r == model.written[v] {
 			continue
 		}
-		if model.compacted && keysAfter[model.written[v].key] > off {
-			continue // superseded by a later record of its key
+		if model.compacted && (keysAfter[model.written[v].key] > off || model.aborted[v]) {
+			continue // superseded by a later record of its key, or of an aborted transaction
 		}
 		fail("flushed record at %d (%s, key %s) lost; log [%d, %d) holds %+v there, compact %v", off, v[:7], model.written[v].key, start, leo, got[off], l.Config().Compact)
 	}
 	checkIndexes(t, seed, l)
+	checkTxnIndex(t, seed, l, model)
+}
+
+// checkTxnIndex compares the recovered aborted-transaction index with the
+// ABORT markers of the recovered log, unless the cleaner ran: each marker
+// has its entry (producer, marker offset) and each entry its marker. (A
+// cleaning that removed a transaction's data drops its entry while the
+// marker waits for its delete horizon, as Kafka's cleaner does.)
+func checkTxnIndex(t *testing.T, seed int64, l *Log, model *crashModel) {
+	t.Helper()
+	if model.compacted {
+		return
+	}
+	start, leo := l.LogStartOffset(), l.LogEndOffset()
+	type key struct{ pid, marker int64 }
+	markers := map[key]bool{}
+	for off := start; off < leo; {
+		res, err := l.Read(off, 1<<30, leo, true)
+		if err != nil || len(res.Data) == 0 {
+			break // checkRecovered read the log already
+		}
+		off = res.NextOffset
+		it := record.Batches(res.Data)
+		for it.Next() {
+			if h := it.Header(); h.IsControl() {
+				if recs, err := record.Records(it.Batch()); err == nil && recs.Next() {
+					if typ, err := record.ParseControlKey(recs.Record().Key); err == nil && typ == record.ControlAbort {
+						markers[key{h.ProducerID, h.BaseOffset}] = true
+					}
+				}
+			}
+		}
+		res.Release()
+	}
+	entries := map[key]bool{}
+	for _, a := range l.AbortedTransactions(start, leo) {
+		entries[key{a.ProducerID, a.LastOffset}] = true
+		if a.LastOffset >= start && !markers[key{a.ProducerID, a.LastOffset}] {
+			t.Fatalf("seed %d: transaction index entry %+v names no ABORT marker of the recovered log [%d, %d)", seed, a, start, leo)
+		}
+	}
+	for k := range markers {
+		if !entries[k] {
+			t.Fatalf("seed %d: ABORT marker of producer %d at %d has no transaction index entry", seed, k.pid, k.marker)
+		}
+	}
 }
 
 // epochOf is the epoch the cache assigns to offset.

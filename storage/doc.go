@@ -19,6 +19,7 @@
 //	    00000000000000000000.index       offset index of that segment
 //	    00000000000000000000.timeindex   time index of that segment
 //	    00000000000000000000.snapshot    producer state as of that offset
+//	    00000000000000000000.txnindex    aborted transactions whose marker is in that segment
 //	    leader-epoch-checkpoint
 //	    partition.metadata               "version: 0\ntopic_id: <base64url>"
 //	    <base>.log.cleaned, .log.swap,   a compaction in progress (see Log
@@ -121,6 +122,15 @@
 // missing, with a log line: an unreadable recovery point checkpoint means a
 // full recovery of the dir's logs.
 //
+// # Transaction index (.txnindex) and the last stable offset
+//
+// Kafka's TransactionIndex, 34-byte entries (version int16 0, producerId,
+// firstOffset, lastOffset, lastStableOffset: int64s), one per aborted
+// transaction whose ABORT marker the segment holds; txnindex.go has the
+// layout and its recovery, producer_txn.go the transaction rules of
+// producer state, the last stable offset and Kafka's collectAbortedTxns
+// (Log.AbortedTransactions).
+//
 // # Producer state snapshot (.snapshot), version 1, big-endian
 //
 //	offset size field
@@ -168,11 +178,16 @@
 //     beyond the log end, the log restarts empty there.
 //  5. The leader epoch cache is loaded (rebuilt from the batch headers if
 //     missing or corrupt) and truncated to [log start, log end].
-//  6. Producer state: snapshots above the log end are deleted, the newest
-//     valid one at or below it is loaded (corrupt ones are deleted) and the
-//     batches after it are replayed from their headers. (Snapshots are only
-//     written once the data below them is in the log, and truncation removes
-//     later ones, so the newest one at or below the log end is consistent.)
+//  6. Transaction indexes are read; entries whose marker lies beyond their
+//     segment's valid data, and torn tails, are dropped.
+//  7. Producer state: snapshots above the log end are deleted, the newest
+//     valid one at or below the log end (after an unclean shutdown: at or
+//     below the recovery point) is loaded (corrupt ones are deleted) and the
+//     batches after it are replayed from their headers and markers, which
+//     opens and completes transactions and writes again the transaction
+//     index entries a crash lost. (Snapshots are only written once the data
+//     below them is in the log, and truncation removes later ones, so the
+//     newest one at or below the log end is consistent.)
 //
 // Progress is logged every RecoveryProgressEvery segments.
 //
@@ -184,9 +199,8 @@
 //     offset if unknown or outside the log) to the first uncleanable
 //     offset: the start of the segment holding min(HW, active segment base,
 //     first dirty segment whose largest timestamp is within
-//     min.compaction.lag.ms of now). The HW stands for the first unstable
-//     offset until transactions exist. The active segment and everything
-//     from the segment holding the HW on are never touched.
+//     min.compaction.lag.ms of now). The active segment and everything
+//     from the segment holding the last stable offset on are never touched.
 //   - When: the Manager's cleaner goroutine, every LogCleanerBackoff, cleans
 //     the compacted logs whose dirty ratio (dirty section bytes / bytes of
 //     the dirty and clean sections) exceeds min.cleanable.dirty.ratio, or
@@ -210,8 +224,15 @@
 //     horizon of now + delete.retention.ms the first time (KIP-534: bit 6,
 //     stored in baseTimestamp): tombstones go at the first cleaning after
 //     delete.retention.ms past the cleaning that first kept them.
-//   - Batches: control batches (transaction markers) are kept as they are.
-//     A batch whose records all stay, and that needs no new horizon, is
+//   - Transactions (cleaner_txn.go, Kafka's CleanedTransactionMetadata):
+//     batches of aborted transactions (known from the .txnindex files) are
+//     dropped and their keys never enter the offset map; an ABORT marker
+//     stays while its transaction's data is being removed (its index entry
+//     moves to the cleaned segment), a COMMIT marker while the cleaning
+//     sees data of its transaction; otherwise a marker gets a delete
+//     horizon and goes at the first cleaning after it. The last batch or
+//     marker of an active producer stays as an empty header.
+//   - Batches: a batch whose records all stay, and that needs no new horizon, is
 //     copied byte for byte. Otherwise its kept records are re-encoded
 //     into a batch with the original baseOffset, lastOffsetDelta,
 //     partition leader epoch, attributes, producer id, epoch and base

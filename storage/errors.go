@@ -37,6 +37,13 @@ var (
 	ErrOutOfOrderSequence = errors.New("storage: out of order producer sequence")
 	// ErrInvalidProducerEpoch: a producer epoch older than the current one.
 	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
+	// ErrInvalidTxnState: a transactional batch the transaction coordinator
+	// did not verify, or a non-transactional batch of a producer whose
+	// transaction is open (Kafka's InvalidTxnStateException).
+	ErrInvalidTxnState = errors.New("storage: invalid transaction state")
+	// ErrTransactionCoordinatorFenced: a transaction marker from a
+	// coordinator epoch older than one the producer's markers came from.
+	ErrTransactionCoordinatorFenced = errors.New("storage: transaction coordinator fenced")
 	// ErrCorruptIndex: an offset or time index failed its sanity check.
 	// Recovery rebuilds the index from the log.
 	ErrCorruptIndex = errors.New("storage: corrupt index")

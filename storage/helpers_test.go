@@ -28,6 +28,7 @@ type batchSpec struct {
 	epoch       int16
 	baseSeq     int32
 	control     bool
+	txn         bool // transactional attribute
 }
 
 // spec returns a batch of n records with timestamps ts0, ts0+1, ...
@@ -86,6 +87,9 @@ func (s batchSpec) build(t testing.TB) []byte {
 	attrs := int16(s.compression)
 	if s.control {
 		attrs |= record.AttrControl
+	}
+	if s.txn {
+		attrs |= record.AttrTransactional
 	}
 	h := record.BatchHeader{
 		BaseOffset: s.baseOffset, PartitionLeaderEpoch: s.leaderEpoch, Attributes: attrs,

@@ -95,6 +95,14 @@ type AppendOptions struct {
 	LogAppendTime bool
 	// Now is that time; zero means the log's clock.
 	Now time.Time
+	// TxnVerification is the guard of the transaction verification that
+	// allows a transactional batch to open a transaction
+	// (BeginTxnVerification); zero: none.
+	TxnVerification VerificationGuard
+	// Coordinator marks the group coordinator's transactional offset
+	// commits (Kafka's AppendOrigin.COORDINATOR): their producer epoch is
+	// checked, their sequence (none) is not.
+	Coordinator bool
 }
 
 // AppendInfo describes a successful append.
@@ -367,17 +375,33 @@ func (l *Log) checkWritableLocked() error {
 	return nil
 }
 
-// parsedAppend is an append's batches: their headers and layout.
+// parsedAppend is an append's batches: their headers and layout, and the
+// transaction markers of its control batches (markers[i] for batch i; nil
+// for a data batch, and the slice is nil when no batch is a control one).
 type parsedAppend struct {
 	headers []record.BatchHeader
 	batches []appendedBatch
+	markers []*record.EndTxnMarker
 	records int64
 }
 
-func (p *parsedAppend) add(h record.BatchHeader, pos int64) {
+// add records batch (its bytes, at pos in the append).
+func (p *parsedAppend) add(h record.BatchHeader, batch []byte, pos int64) error {
 	p.headers = append(p.headers, h)
 	p.batches = append(p.batches, appendedBatch{pos: pos, size: int64(h.Size())})
 	p.records += int64(h.RecordCount)
+	if !h.IsControl() {
+		return nil
+	}
+	m, err := parseMarker(h, batch)
+	if err != nil {
+		return fmt.Errorf("control batch at %d: %w", h.BaseOffset, err)
+	}
+	if m != nil {
+		p.markers = append(p.markers, make([]*record.EndTxnMarker, len(p.headers)-len(p.markers))...)
+		p.markers[len(p.headers)-1] = m
+	}
+	return nil
 }
 
 // parseFollowerAppend frames buf into batches and checks each one's
@@ -386,7 +410,9 @@ func parseFollowerAppend(buf []byte) (parsedAppend, error) {
 	var p parsedAppend
 	it := record.VerifiedBatches(buf)
 	for it.Next() {
-		p.add(it.Header(), int64(it.Pos()))
+		// A control record that is not a readable marker (an error here)
+		// was the leader's to refuse: take it without a transaction effect.
+		_ = p.add(it.Header(), it.Batch(), int64(it.Pos()))
 	}
 	if err := it.Err(); err != nil {
 		if errors.Is(err, record.ErrTruncatedBatch) || errors.Is(err, record.ErrZeroedBatch) {
@@ -401,19 +427,22 @@ func parseFollowerAppend(buf []byte) (parsedAppend, error) {
 }
 
 // leaderAppend lays out batches, whose headers are final, for the write:
-// one batch is written from its own bytes, several are copied together.
-func leaderAppend(batches []record.Batch) ([]byte, parsedAppend) {
+// one batch is written from its own bytes, several are copied together. A
+// control batch must carry a transaction marker.
+func leaderAppend(batches []record.Batch) ([]byte, parsedAppend, error) {
 	var p parsedAppend
 	if len(batches) == 1 {
-		p.add(batches[0].Header(), 0)
-		return batches[0].Bytes(), p
+		err := p.add(batches[0].Header(), batches[0].Bytes(), 0)
+		return batches[0].Bytes(), p, err
 	}
 	var buf []byte
 	for i := range batches {
-		p.add(batches[i].Header(), int64(len(buf)))
+		if err := p.add(batches[i].Header(), batches[i].Bytes(), int64(len(buf))); err != nil {
+			return nil, p, err
+		}
 		buf = append(buf, batches[i].Bytes()...)
 	}
-	return buf, p
+	return buf, p, nil
 }
 
 // finish fills the per-batch offsets and timestamps once headers are final.
@@ -558,36 +587,38 @@ func (l *Log) appendAsLeader(batches []record.Batch, leaderEpoch int32, opt Appe
 		}
 		next = b.Header().NextOffset()
 	}
-	buf, p := leaderAppend(batches)
+	buf, p, err := leaderAppend(batches)
+	if err != nil {
+		return AppendInfo{}, false, err
+	}
 	info := p.finish()
 	info.LogAppendTime = appendTime
-	upd, err := l.producers.checkLeaderAppend(p.headers)
+	upd, err := l.producers.checkLeaderAppend(&p, opt.TxnVerification, opt.Coordinator)
 	if err != nil {
 		return AppendInfo{}, false, err
 	}
 	if err := l.writeLocked(buf, &p, now); err != nil {
 		return AppendInfo{}, false, err
 	}
-	l.producers.apply(upd)
-	var epochErr error
+	failErr := l.indexTxnsLocked(l.activeLocked(), l.producers.apply(upd))
 	if leaderEpoch > l.epochs.LatestEpoch() {
-		epochErr = l.epochs.Assign(leaderEpoch, info.FirstOffset)
+		failErr = errors.Join(failErr, l.epochs.Assign(leaderEpoch, info.FirstOffset))
 	}
 	flush := l.publishAppendLocked(info.LastOffset+1, p.records)
 	info.LogStartOffset = l.logStartOffset.Load()
-	return info, flush, l.failOnEpochErrorLocked(epochErr)
+	return info, flush, l.failOnEpochErrorLocked(failErr)
 }
 
-// failOnEpochErrorLocked makes a failed epoch checkpoint write sticky: the
-// batches are written but the epoch cache on disk is behind, which would
-// break OffsetForLeaderEpoch after a restart. Must be called with appendMu
-// held.
+// failOnEpochErrorLocked makes a failed epoch checkpoint or transaction
+// index write sticky: the batches are written but the epoch cache or the
+// aborted index on disk is behind, which would break OffsetForLeaderEpoch
+// or read_committed after a restart. Must be called with appendMu held.
 func (l *Log) failOnEpochErrorLocked(err error) error {
 	if err == nil {
 		return nil
 	}
 	l.failed = err
-	l.logger.Error("storage: leader epoch checkpoint write failed; log refuses writes", "err", err)
+	l.logger.Error("storage: leader epoch checkpoint or transaction index write failed; log refuses writes", "err", err)
 	return fmt.Errorf("%w: %w", ErrLogFailed, err)
 }
 
@@ -631,9 +662,8 @@ func (l *Log) appendAsFollower(buf []byte, p *parsedAppend) (AppendInfo, bool, e
 	if err := l.writeLocked(buf, p, l.now()); err != nil {
 		return AppendInfo{}, false, err
 	}
-	var epochErr error
+	epochErr := l.replicateBatchesLocked(l.activeLocked(), p)
 	for _, h := range p.headers {
-		l.producers.update(h)
 		if h.PartitionLeaderEpoch > l.epochs.LatestEpoch() {
 			epochErr = errors.Join(epochErr, l.epochs.Assign(h.PartitionLeaderEpoch, h.BaseOffset))
 		}

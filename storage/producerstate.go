@@ -39,9 +39,13 @@ type ProducerEntry struct {
 	// LastTimestamp is the maxTimestamp of the producer's last batch; used
 	// for producer id expiration.
 	LastTimestamp int64
-	// CoordinatorEpoch and CurrentTxnFirstOffset are reserved for
-	// transactions (-1 until they are implemented).
-	CoordinatorEpoch      int32
+	// CoordinatorEpoch is the epoch of the transaction coordinator that
+	// wrote the producer's last marker (-1: none): a marker from an older
+	// one is refused (TRANSACTION_COORDINATOR_FENCED).
+	CoordinatorEpoch int32
+	// CurrentTxnFirstOffset is the first offset of the producer's open
+	// transaction on this partition, -1 when none is open. It holds the
+	// last stable offset back (producer_txn.go).
 	CurrentTxnFirstOffset int64
 }
 
@@ -110,33 +114,55 @@ type producerStateManager struct {
 	producers map[int64]*ProducerEntry
 	// lastSnapshotOffset is the offset of the newest snapshot file.
 	lastSnapshotOffset int64
+	// txns is the transaction state derived from producers (open
+	// transactions, completed ones not yet below the HW, verifications;
+	// producer_txn.go).
+	txns txnState
 }
 
 func newProducerStateManager(fsys vfs.FS, dir string) *producerStateManager {
-	return &producerStateManager{fs: fsys, dir: dir, producers: map[int64]*ProducerEntry{}, lastSnapshotOffset: -1}
+	return &producerStateManager{fs: fsys, dir: dir, producers: map[int64]*ProducerEntry{}, lastSnapshotOffset: -1, txns: newTxnState()}
 }
 
 // producerUpdate is a pending change computed by check and applied by
 // apply once the append is written.
 type producerUpdate struct {
 	entries map[int64]*ProducerEntry // copies with the new batches added
+	// completed are the transactions the append's markers end, in order;
+	// started names the producers whose transaction began, ended the
+	// markers' producers and epochs: their verifications are spent.
+	completed []completedTxn
+	started   []int64
+	ended     []producerEpoch
 }
 
-// checkLeaderAppend validates the idempotent-producer batches of a leader
-// append (Kafka's ProducerAppendInfo checkProducerEpoch and checkSequence)
-// and returns the updated entries to apply after the write. A batch that
-// duplicates one of the last five of its producer returns a
-// *DuplicateBatchError. headers carry final offsets.
-func (m *producerStateManager) checkLeaderAppend(headers []record.BatchHeader) (*producerUpdate, error) {
+// producerEpoch is a producer id and epoch.
+type producerEpoch struct {
+	id    int64
+	epoch int16
+}
+
+func newProducerEntry(id int64) *ProducerEntry {
+	return &ProducerEntry{ProducerID: id, Epoch: -1, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
+}
+
+// checkLeaderAppend validates the producer batches of a leader append
+// (Kafka's ProducerAppendInfo: checkProducerEpoch, checkSequence, the
+// transaction rules of appendDataBatch and appendEndTxnMarker) and returns
+// the updated entries to apply after the write. A batch that duplicates
+// one of the last five of its producer returns a *DuplicateBatchError. The
+// headers carry final offsets; guard is the append's transaction
+// verification (producer_txn.go).
+func (m *producerStateManager) checkLeaderAppend(p *parsedAppend, guard VerificationGuard, coordinator bool) (*producerUpdate, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	u := &producerUpdate{entries: map[int64]*ProducerEntry{}}
-	for _, h := range headers {
+	for i, h := range p.headers {
 		if h.ProducerID < 0 {
 			continue
 		}
 		current := m.producers[h.ProducerID]
-		if current != nil {
+		if current != nil && !h.IsControl() {
 			if dup, ok := current.findDuplicate(h); ok {
 				return nil, &DuplicateBatchError{ProducerID: h.ProducerID, FirstOffset: dup.FirstOffset, LastOffset: dup.LastOffset, Timestamp: dup.Timestamp}
 			}
@@ -146,10 +172,22 @@ func (m *producerStateManager) checkLeaderAppend(headers []record.BatchHeader) (
 			if current != nil {
 				updated = current.clone()
 			} else {
-				updated = &ProducerEntry{ProducerID: h.ProducerID, Epoch: -1, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
+				updated = newProducerEntry(h.ProducerID)
 			}
 		}
-		if err := checkSequence(current, updated, h); err != nil {
+		var err error
+		switch {
+		case h.IsControl():
+			err = u.checkMarker(updated, h, p.markerAt(i))
+		case coordinator:
+			err = checkEpoch(updated, h)
+		default:
+			err = checkSequence(current, updated, h)
+		}
+		if err == nil && !h.IsControl() {
+			err = m.checkTxnData(u, updated, h, guard)
+		}
+		if err != nil {
 			return nil, err
 		}
 		updated.addBatch(h)
@@ -162,12 +200,8 @@ func (m *producerStateManager) checkLeaderAppend(headers []record.BatchHeader) (
 // committed entry (nil for an unknown producer), updated includes earlier
 // batches of the same append.
 func checkSequence(current, updated *ProducerEntry, h record.BatchHeader) error {
-	if h.ProducerEpoch < updated.Epoch {
-		return fmt.Errorf("%w: producer %d epoch %d is older than current epoch %d",
-			ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, updated.Epoch)
-	}
-	if h.IsControl() {
-		return nil
+	if err := checkEpoch(updated, h); err != nil {
+		return err
 	}
 	if h.ProducerEpoch != updated.Epoch {
 		if h.BaseSequence != 0 && updated.Epoch != -1 {
@@ -188,35 +222,69 @@ func checkSequence(current, updated *ProducerEntry, h record.BatchHeader) error 
 	return nil
 }
 
+// checkEpoch refuses a batch of an older producer epoch than the
+// producer's (Kafka's checkProducerEpoch).
+func checkEpoch(updated *ProducerEntry, h record.BatchHeader) error {
+	if h.ProducerEpoch < updated.Epoch {
+		return fmt.Errorf("%w: producer %d epoch %d is older than current epoch %d",
+			ErrInvalidProducerEpoch, h.ProducerID, h.ProducerEpoch, updated.Epoch)
+	}
+	return nil
+}
+
 func inSequence(last, next int32) bool {
 	return int64(next) == int64(last)+1 || (next == 0 && last == math.MaxInt32)
 }
 
-// apply installs the entries of a checked append.
-func (m *producerStateManager) apply(u *producerUpdate) {
+// apply installs the entries of a checked append and completes the
+// transactions its markers ended (completeTxnLocked: in the same critical
+// section, so that no reader of the LSO sees a transaction neither open nor
+// completed), returning them for the log to index.
+func (m *producerStateManager) apply(u *producerUpdate) []completedTxn {
 	if u == nil || len(u.entries) == 0 {
-		return
+		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, e := range u.entries {
-		m.producers[id] = e
+		m.putLocked(id, e)
 	}
+	for _, id := range u.started {
+		delete(m.txns.verifying, id)
+	}
+	for _, e := range u.ended {
+		m.txns.markerSeen(e.id, e.epoch)
+	}
+	for i := range u.completed {
+		m.completeTxnLocked(&u.completed[i])
+	}
+	return u.completed
 }
 
-// update records a batch without checks (follower appends, replay).
-func (m *producerStateManager) update(h record.BatchHeader) {
+// update records a batch without checks (follower appends, replay): marker
+// is the transaction marker of a control batch (nil otherwise, or when the
+// control record is not a marker). It returns the transaction a marker
+// completed.
+func (m *producerStateManager) update(h record.BatchHeader, marker *record.EndTxnMarker) (completedTxn, bool) {
 	if h.ProducerID < 0 {
-		return
+		return completedTxn{}, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.producers[h.ProducerID]
 	if e == nil {
-		e = &ProducerEntry{ProducerID: h.ProducerID, Epoch: -1, CoordinatorEpoch: -1, CurrentTxnFirstOffset: -1}
-		m.producers[h.ProducerID] = e
+		e = newProducerEntry(h.ProducerID)
 	}
+	t, done := replicateTxn(e, h, marker)
 	e.addBatch(h)
+	m.putLocked(h.ProducerID, e)
+	if h.IsControl() {
+		m.txns.markerSeen(h.ProducerID, h.ProducerEpoch)
+	}
+	if done {
+		m.completeTxnLocked(&t)
+	}
+	return t, done
 }
 
 // truncateHead forgets producers whose last batch is below logStartOffset
@@ -225,9 +293,10 @@ func (m *producerStateManager) truncateHead(logStartOffset int64) {
 	m.mu.Lock()
 	for id, e := range m.producers {
 		if e.LastOffset() >= 0 && e.LastOffset() < logStartOffset {
-			delete(m.producers, id)
+			m.deleteLocked(id)
 		}
 	}
+	m.txns.dropBelow(logStartOffset)
 	m.mu.Unlock()
 	for _, off := range m.snapshotOffsets() {
 		if off < logStartOffset {
@@ -244,10 +313,11 @@ func (m *producerStateManager) expire(now time.Time, maxAge time.Duration) int {
 	n := 0
 	for id, e := range m.producers {
 		if e.LastTimestamp < limit && e.CurrentTxnFirstOffset < 0 {
-			delete(m.producers, id)
+			m.deleteLocked(id)
 			n++
 		}
 	}
+	m.txns.expireVerifications(limit)
 	return n
 }
 
@@ -255,6 +325,7 @@ func (m *producerStateManager) expire(now time.Time, maxAge time.Duration) int {
 func (m *producerStateManager) reset() {
 	m.mu.Lock()
 	m.producers = map[int64]*ProducerEntry{}
+	m.txns = newTxnState()
 	m.mu.Unlock()
 }
 
@@ -434,8 +505,9 @@ func (m *producerStateManager) loadLatestSnapshot(upTo int64) (int64, error) {
 		}
 		m.mu.Lock()
 		m.producers = make(map[int64]*ProducerEntry, len(entries))
+		m.txns = newTxnState()
 		for j := range entries {
-			m.producers[entries[j].ProducerID] = &entries[j]
+			m.putLocked(entries[j].ProducerID, &entries[j])
 		}
 		m.lastSnapshotOffset = offs[i]
 		m.mu.Unlock()

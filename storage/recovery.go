@@ -65,6 +65,8 @@ func (l *Log) scanDirLocked() ([]int64, error) {
 			orphan = !logs[base]
 		} else if base, ok := parseSegmentName(name, timeIndexSuffix); ok {
 			orphan = !logs[base]
+		} else if base, ok := parseSegmentName(name, txnIndexSuffix); ok {
+			orphan = !logs[base]
 		}
 		if isStrayFile(name) || orphan {
 			l.logger.Info("storage: deleting stray file", "file", name)
@@ -111,7 +113,7 @@ func (l *Log) completeSwapsLocked() error {
 	}
 	done := len(swaps) > 0
 	for _, de := range des {
-		for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			base, ok := parseSegmentName(de.Name(), suf+swapSuffix)
 			if !ok || !slices.Contains(logs, base) {
 				continue // a stray without its log: deleted as such
@@ -144,7 +146,7 @@ func (l *Log) completeSwapLocked(base int64, logs []int64) error {
 			}
 		}
 	}
-	for _, suf := range []string{indexSuffix, timeIndexSuffix} {
+	for _, suf := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		path := segmentFileName(l.dir, base, suf)
 		if _, err := l.env.fs.Stat(path + swapSuffix); errors.Is(err, os.ErrNotExist) {
 			if err := l.env.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -227,6 +229,9 @@ func (l *Log) loadLocked(st LogState) error {
 	if err := l.loadEpochCacheLocked(); err != nil {
 		return err
 	}
+	if err := l.loadTxnIndexesLocked(segs, rp); err != nil {
+		return err
+	}
 	if lso > leo {
 		// Everything below the checkpointed log start offset is gone (or
 		// was lost): start over there, as Kafka does.
@@ -234,7 +239,9 @@ func (l *Log) loadLocked(st LogState) error {
 			return err
 		}
 		leo = lso
-	} else if err := l.rebuildProducerStateLocked(leo); err != nil {
+	} else if err := l.rebuildProducerStateLocked(leo, rp); err != nil {
+		// From the recovery point at least: the transaction index entries
+		// of markers a crash lost are written again by the replay.
 		return err
 	}
 	l.logger.Info("storage: loaded log", "segments", len(segs), "recovered_segments", recovered,
@@ -641,7 +648,7 @@ func (l *Log) loadEpochCacheLocked() error {
 
 func (l *Log) rebuildEpochCacheLocked() error {
 	var entries []EpochEntry
-	err := l.scanHeadersLocked(l.logStartOffset.Load(), l.logEndOffset.Load(), func(h record.BatchHeader) {
+	err := l.scanBatchesLocked(l.logStartOffset.Load(), l.logEndOffset.Load(), func(_ *segment, h record.BatchHeader, _ []byte) {
 		if n := len(entries); h.PartitionLeaderEpoch >= 0 && (n == 0 || h.PartitionLeaderEpoch > entries[n-1].Epoch) {
 			entries = append(entries, EpochEntry{Epoch: h.PartitionLeaderEpoch, StartOffset: h.BaseOffset})
 		}
@@ -653,26 +660,36 @@ func (l *Log) rebuildEpochCacheLocked() error {
 }
 
 // rebuildProducerStateLocked rebuilds producer state as of upTo: the newest
-// snapshot at or below it, then the batches after the snapshot replayed.
-// Snapshots above upTo are deleted. Must be called with appendMu held.
-func (l *Log) rebuildProducerStateLocked(upTo int64) error {
+// snapshot at or below min(upTo, replayFrom), then the batches after the
+// snapshot replayed, which also completes their transactions and writes
+// the transaction index entries that are missing. Snapshots above upTo are
+// deleted. Must be called with appendMu held.
+func (l *Log) rebuildProducerStateLocked(upTo, replayFrom int64) error {
 	l.producers.removeSnapshotsAfter(upTo)
-	snap, err := l.producers.loadLatestSnapshot(upTo)
+	snap, err := l.producers.loadLatestSnapshot(min(upTo, replayFrom))
 	if err != nil {
 		return err
 	}
 	lso := l.logStartOffset.Load()
 	from := max(snap, lso)
-	if err := l.scanHeadersLocked(from, upTo, l.producers.update); err != nil {
+	var txnErr error
+	err = l.scanBatchesLocked(from, upTo, func(s *segment, h record.BatchHeader, batch []byte) {
+		marker, _ := parseMarker(h, batch) // the leader checked it; unreadable: no effect
+		if t, ok := l.producers.update(h, marker); ok {
+			txnErr = errors.Join(txnErr, l.indexTxnsLocked(s, []completedTxn{t}))
+		}
+	})
+	if err = errors.Join(err, txnErr); err != nil {
 		return err
 	}
 	l.producers.truncateHead(lso)
 	return nil
 }
 
-// scanHeadersLocked calls fn for every batch header with last offset >=
-// from and base offset < upTo, in order. Must be called with appendMu held.
-func (l *Log) scanHeadersLocked(from, upTo int64, fn func(record.BatchHeader)) error {
+// scanBatchesLocked calls fn for every batch with last offset >= from and
+// base offset < upTo, in order, with its segment and bytes (valid during
+// the call). Must be called with appendMu held.
+func (l *Log) scanBatchesLocked(from, upTo int64, fn func(*segment, record.BatchHeader, []byte)) error {
 	segs := l.segmentList()
 	for i := segmentFor(segs, from); i < len(segs) && segs[i].baseOffset < upTo; i++ {
 		s := segs[i]
@@ -686,7 +703,7 @@ func (l *Log) scanHeadersLocked(from, upTo int64, fn func(record.BatchHeader)) e
 		size := s.size.Load()
 		pos, h, bsize, found := s.findBatch(from, size)
 		for found && h.BaseOffset < upTo {
-			fn(h)
+			fn(s, h, s.data[pos:pos+bsize])
 			pos += bsize
 			h, bsize, found = batchAt(s.data, pos, size)
 		}

@@ -73,6 +73,7 @@ type segment struct {
 
 	index     *offsetIndex
 	timeIndex *timeIndex
+	txn       *txnIndex // aborted transactions whose marker is here
 
 	maxTsMu sync.Mutex // guards the following
 	// maxTimestamp is the largest batch maxTimestamp in the segment (-1 if
@@ -136,6 +137,7 @@ func newSegment(dir string, base int64, env *fileEnv) *segment {
 		env:                  env,
 		index:                newOffsetIndex(segmentFileName(dir, base, indexSuffix), base, env),
 		timeIndex:            newTimeIndex(segmentFileName(dir, base, timeIndexSuffix), base, env),
+		txn:                  newTxnIndex(segmentFileName(dir, base, txnIndexSuffix), env),
 		maxTimestamp:         -1,
 		offsetOfMaxTimestamp: -1,
 	}
@@ -616,7 +618,7 @@ func (s *segment) isActive() bool {
 // removeFiles unlinks the segment's files.
 func (s *segment) removeFiles() error {
 	var errs []error
-	for _, p := range []string{s.logPath(), s.index.path, s.timeIndex.path} {
+	for _, p := range []string{s.logPath(), s.index.path, s.timeIndex.path, s.txn.path} {
 		if err := s.env.fs.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -657,6 +659,9 @@ func (s *segment) flush(upTo int64) error {
 		return err
 	}
 	if err := s.timeIndex.syncMapped(); err != nil {
+		return err
+	}
+	if err := s.txn.sync(); err != nil {
 		return err
 	}
 	if err := s.syncTrim(); err != nil {

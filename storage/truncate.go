@@ -68,7 +68,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	rpErr := l.lowerRecoveryPointLocked(newEnd)
 	l.cleanerOffset.Store(min(l.cleanerOffset.Load(), newEnd))
 	l.dirDirty = true
-	err = errors.Join(delErr, rpErr, l.epochs.TruncateFromEnd(newEnd), l.rebuildProducerStateLocked(newEnd))
+	err = errors.Join(delErr, rpErr, target.txn.truncateTo(newEnd), l.epochs.TruncateFromEnd(newEnd), l.rebuildProducerStateLocked(newEnd, newEnd))
 	l.logger.Info("storage: truncated log", "offset", offset, "log_end_offset", newEnd)
 	return err
 }

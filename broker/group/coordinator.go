@@ -56,6 +56,11 @@ type shard struct {
 	groups        map[string]*group
 	stopped       bool
 	stopRetention func() bool
+	// txnGroups indexes the groups with pending transactional offsets by
+	// producer id; completions are markers that arrived while loading
+	// (txn_offsets.go).
+	txnGroups   map[int64]map[string]bool
+	completions []txnCompletion
 }
 
 // NewCoordinator returns a coordinator that leads no partition yet.
@@ -109,18 +114,33 @@ func (c *Coordinator) BecomeLeader(p int32, store Store, records iter.Seq2[Recor
 	}
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.shards[p] != s { // resigned while loading
+		c.mu.Unlock()
 		return nil
 	}
 	for _, g := range loaded {
 		g.s = s
 		s.groups[g.id] = g
+		for pid := range g.pendingTxn {
+			if s.txnGroups == nil {
+				s.txnGroups = make(map[int64]map[string]bool)
+			}
+			if s.txnGroups[pid] == nil {
+				s.txnGroups[pid] = make(map[string]bool)
+			}
+			s.txnGroups[pid][g.id] = true
+		}
 		g.start(true)
 	}
 	s.state = shardActive
 	c.scheduleRetentionLocked(s)
+	queued := s.completions
+	s.completions = nil
+	c.mu.Unlock()
 	c.log.Info("loaded __consumer_offsets partition", "partition", p, "groups", len(loaded))
+	for _, q := range queued {
+		c.CompleteTransaction(s.ctx, []int32{p}, q.pid, q.commit)
+	}
 	return nil
 }
 

@@ -44,6 +44,7 @@ var (
 	codeInvalidFetchSize          = kerr.InvalidFetchSize.Code
 	codeInvalidCommitOffsetSize   = kerr.InvalidCommitOffsetSize.Code
 	codeFencedLeaderEpoch         = kerr.FencedLeaderEpoch.Code
+	codeUnstableOffsetCommit      = kerr.UnstableOffsetCommit.Code
 )
 
 // appendErrorCode maps a failed Store.Append to the error the client gets,

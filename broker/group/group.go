@@ -29,6 +29,10 @@ type group struct {
 	classic  *classicGroup
 	consumer *consumerGroup
 	offsets  map[string]map[int32]offsetValue
+	// pendingTxn holds the offsets of open transactions by producer id;
+	// seq is the last write's order (txn_offsets.go).
+	pendingTxn map[int64]map[topicPartition]offsetValue
+	seq        int64
 	// fresh: created by a request and not written to the log yet.
 	fresh    bool
 	dead     bool
@@ -195,7 +199,7 @@ func (g *group) markDead() {
 // discardIfUnused drops a group a request created but that ended up holding
 // nothing worth keeping (for example a JoinGroup that failed validation).
 func (g *group) discardIfUnused() {
-	if !g.fresh || len(g.offsets) > 0 {
+	if !g.fresh || len(g.offsets) > 0 || len(g.pendingTxn) > 0 {
 		return
 	}
 	if g.classic != nil && (len(g.classic.members) > 0 || len(g.classic.pendingJoin) > 0) {

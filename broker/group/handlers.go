@@ -187,7 +187,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for i := range req.Groups {
-			resp.Groups = append(resp.Groups, c.fetchGroup(ctx, &req.Groups[i]))
+			resp.Groups = append(resp.Groups, c.fetchGroup(ctx, &req.Groups[i], req.RequireStable))
 		}
 		return resp
 	}
@@ -201,7 +201,7 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 		rt.Topic, rt.Partitions = t.Topic, t.Partitions
 		rg.Topics = append(rg.Topics, rt)
 	}
-	out := c.fetchGroup(ctx, &rg)
+	out := c.fetchGroup(ctx, &rg, req.Version >= 7 && req.RequireStable)
 	resp.ErrorCode = out.ErrorCode
 	if out.ErrorCode != 0 && req.Version < 2 {
 		// v1 has no group error: every asked partition carries it.
@@ -230,14 +230,14 @@ func (c *Coordinator) OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequ
 	return resp
 }
 
-func (c *Coordinator) fetchGroup(ctx context.Context, rg *kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
+func (c *Coordinator) fetchGroup(ctx context.Context, rg *kmsg.OffsetFetchRequestGroup, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	var out kmsg.OffsetFetchResponseGroup
 	if rg.Group == "" {
 		out = kmsg.NewOffsetFetchResponseGroup()
 		out.ErrorCode = codeInvalidGroupID
 		return out
 	}
-	code := c.withGroup(ctx, rg.Group, kindNone, func(g *group) { out = fetchOffsets(g, rg) })
+	code := c.withGroup(ctx, rg.Group, kindNone, func(g *group) { out = fetchOffsets(g, rg, requireStable) })
 	if code != 0 {
 		out = kmsg.NewOffsetFetchResponseGroup()
 		out.Group, out.ErrorCode = rg.Group, code

@@ -24,6 +24,11 @@ type memStore struct {
 }
 
 func (s *memStore) Append(ctx context.Context, recs []Record) error {
+	return s.append(ctx, recs, nil)
+}
+
+// append stores recs (of producer p's transaction when p is not nil).
+func (s *memStore) append(ctx context.Context, recs []Record, p *TxnProducer) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -34,9 +39,30 @@ func (s *memStore) Append(ctx context.Context, recs []Record) error {
 	}
 	s.appends++
 	for _, r := range recs {
-		s.records = append(s.records, Record{Key: slices.Clone(r.Key), Value: slices.Clone(r.Value)})
+		stored := Record{Key: slices.Clone(r.Key), Value: slices.Clone(r.Value)}
+		if p != nil {
+			stored.Transactional, stored.ProducerID = true, p.ID
+		}
+		s.records = append(s.records, stored)
 	}
 	return nil
+}
+
+// AppendTxn makes memStore a TxnStore: the records carry their producer,
+// as a replay reads them.
+func (s *memStore) AppendTxn(ctx context.Context, p TxnProducer, recs []Record) error {
+	return s.append(ctx, recs, &p)
+}
+
+// mark appends a transaction marker of producer pid.
+func (s *memStore) mark(pid int64, commit bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := AbortMarker
+	if commit {
+		m = CommitMarker
+	}
+	s.records = append(s.records, Record{ProducerID: pid, Marker: m})
 }
 
 func (s *memStore) fail(err error) {
@@ -53,7 +79,8 @@ func (s *memStore) snapshot() []Record {
 
 func seqOf(recs []Record) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		for _, r := range recs {
+		for i, r := range recs {
+			r.Offset = int64(i)
 			if !yield(r, nil) {
 				return
 			}

@@ -96,7 +96,9 @@ func (g *group) commitOffsets(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitR
 	}
 	code := g.append(records)
 	if code == 0 {
+		g.seq++
 		for key, o := range pending {
+			o.seq = g.seq
 			g.setOffset(key.topic, key.partition, o)
 		}
 	} else {
@@ -144,6 +146,7 @@ func fillCommitResponse(resp *kmsg.OffsetCommitResponse, req *kmsg.OffsetCommitR
 }
 
 func (g *group) setOffset(topic string, partition int32, o offsetValue) {
+	g.seq = max(g.seq, o.seq)
 	ps := g.offsets[topic]
 	if ps == nil {
 		ps = make(map[int32]offsetValue)
@@ -178,8 +181,9 @@ func (g *group) validateOffsetFetch(memberID *string, memberEpoch int32) int16 {
 
 // fetchOffsets answers an OffsetFetch for this group (nil: an unknown
 // group). Partitions never committed get offset -1 and no error; nil topics
-// ask for every committed offset.
-func fetchOffsets(g *group, rg *kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchResponseGroup {
+// ask for every committed offset. With requireStable a partition that an
+// open transaction committed gets UNSTABLE_OFFSET_COMMIT (KIP-447).
+func fetchOffsets(g *group, rg *kmsg.OffsetFetchRequestGroup, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.NewOffsetFetchResponseGroup()
 	out.Group = rg.Group
 	var offsets map[string]map[int32]offsetValue
@@ -190,10 +194,13 @@ func fetchOffsets(g *group, rg *kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchRe
 		}
 		offsets = g.offsets
 	}
-	partition := func(p int32, o offsetValue, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
+	partition := func(topic string, p int32, o offsetValue, ok bool) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, -1, -1, kmsg.StringPtr("")
-		if ok {
+		switch {
+		case requireStable && g != nil && g.hasPendingTxnOffset(topic, p):
+			rp.ErrorCode = codeUnstableOffsetCommit
+		case ok:
 			rp.Offset, rp.LeaderEpoch, rp.Metadata = o.offset, o.leaderEpoch, kmsg.StringPtr(o.metadata)
 		}
 		return rp
@@ -213,7 +220,7 @@ func fetchOffsets(g *group, rg *kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchRe
 			}
 			slices.Sort(ps)
 			for _, p := range ps {
-				rt.Partitions = append(rt.Partitions, partition(p, offsets[t][p], true))
+				rt.Partitions = append(rt.Partitions, partition(t, p, offsets[t][p], true))
 			}
 			out.Topics = append(out.Topics, rt)
 		}
@@ -224,7 +231,7 @@ func fetchOffsets(g *group, rg *kmsg.OffsetFetchRequestGroup) kmsg.OffsetFetchRe
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		for _, p := range t.Partitions {
 			o, ok := offsets[t.Topic][p]
-			rt.Partitions = append(rt.Partitions, partition(p, o, ok))
+			rt.Partitions = append(rt.Partitions, partition(t.Topic, p, o, ok))
 		}
 		out.Topics = append(out.Topics, rt)
 	}

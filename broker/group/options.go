@@ -20,7 +20,45 @@ type Store interface {
 }
 
 // Record is one __consumer_offsets record. A nil Value is a tombstone.
-type Record struct{ Key, Value []byte }
+//
+// A replay (BecomeLeader's records) also says where each record comes
+// from: its offset, and for a record of a transactional batch (a
+// TxnOffsetCommit) the producer id; a transaction marker is a Record with
+// Marker set and no key. Writers leave them zero.
+type Record struct {
+	Key, Value []byte
+
+	Offset        int64
+	Transactional bool
+	ProducerID    int64
+	Marker        Marker
+}
+
+// Marker says whether a replayed record is a transaction marker.
+type Marker int8
+
+const (
+	NoMarker     Marker = iota
+	CommitMarker        // a COMMIT control record: the producer's pending offsets apply
+	AbortMarker         // an ABORT control record: they are dropped
+)
+
+// TxnStore is a Store that also writes transactional offset commits: one
+// transactional batch of the producer (its id and epoch; no sequence, as
+// Kafka's coordinator writes them), carrying the verification the broker
+// made with the transaction coordinator (the partition log's
+// storage.VerificationGuard). Committed when Append would be.
+type TxnStore interface {
+	Store
+	AppendTxn(ctx context.Context, p TxnProducer, records []Record) error
+}
+
+// TxnProducer is the transaction a TxnOffsetCommit writes for.
+type TxnProducer struct {
+	ID           int64
+	Epoch        int16
+	Verification uint64
+}
 
 // Client describes the connection a request came from: Kafka stores both
 // with every member.

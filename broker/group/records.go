@@ -54,6 +54,9 @@ type offsetValue struct {
 	metadata    string
 	commitTs    int64 // ms
 	expireTs    int64 // ms, -1: none (only OffsetCommit v2-v4 with a retention)
+	// seq orders the group's writes: the record's offset when replayed,
+	// a counter after that (txn_offsets.go); not stored.
+	seq int64
 }
 
 // consumerGroupMetadata is ConsumerGroupMetadataValue.

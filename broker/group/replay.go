@@ -10,13 +10,21 @@ import (
 // replay rebuilds the groups of partition p from its records. Records are
 // folded into a last-value-per-key map (tombstones delete), exactly what
 // compaction keeps, and the groups are assembled from it at the end, so the
-// result does not depend on compaction having run.
+// result does not depend on compaction having run. Offset commits of a
+// transactional batch wait for their producer's marker: a COMMIT folds them
+// in (unless the key was written later), an ABORT drops them, and those
+// still open at the end stay pending in their group (txn_offsets.go).
 func (c *Coordinator) replay(p int32, records iter.Seq2[Record, error]) ([]*group, error) {
 	latest := make(map[recordKey]any)
+	pending := make(map[int64]map[recordKey]*offsetValue)
 	var skipped, corrupt int
 	for r, err := range records {
 		if err != nil {
 			return nil, err
+		}
+		if r.Marker != NoMarker {
+			replayMarker(latest, pending, r)
+			continue
 		}
 		if r.Key == nil {
 			skipped++
@@ -32,20 +40,45 @@ func (c *Coordinator) replay(p int32, records iter.Seq2[Record, error]) ([]*grou
 			c.log.Error("group: skipping corrupt __consumer_offsets record", "partition", p, "err", err)
 			continue
 		}
-		if v == nil {
+		ov, isOffset := v.(*offsetValue)
+		if isOffset {
+			ov.seq = r.Offset
+		}
+		switch {
+		case r.Transactional && isOffset:
+			if pending[r.ProducerID] == nil {
+				pending[r.ProducerID] = make(map[recordKey]*offsetValue)
+			}
+			pending[r.ProducerID][k] = ov
+		case v == nil:
 			delete(latest, k)
-		} else {
+		default:
 			latest[k] = v
 		}
 	}
 	if skipped > 0 || corrupt > 0 {
 		c.log.Warn("group: records not loaded", "partition", p, "unknown", skipped, "corrupt", corrupt)
 	}
-	return c.assemble(latest), nil
+	return c.assemble(latest, pending), nil
 }
 
-// assemble builds groups from the latest record values.
-func (c *Coordinator) assemble(latest map[recordKey]any) []*group {
+// replayMarker ends a producer's transaction in a replay.
+func replayMarker(latest map[recordKey]any, pending map[int64]map[recordKey]*offsetValue, r Record) {
+	ps := pending[r.ProducerID]
+	delete(pending, r.ProducerID)
+	if r.Marker != CommitMarker {
+		return
+	}
+	for k, v := range ps {
+		if cur, ok := latest[k].(*offsetValue); !ok || cur.seq < v.seq {
+			latest[k] = v
+		}
+	}
+}
+
+// assemble builds groups from the latest record values and the pending
+// offsets of open transactions.
+func (c *Coordinator) assemble(latest map[recordKey]any, pending map[int64]map[recordKey]*offsetValue) []*group {
 	groups := make(map[string]*group)
 	get := func(id string) *group {
 		g := groups[id]
@@ -98,6 +131,19 @@ func (c *Coordinator) assemble(latest map[recordKey]any) []*group {
 	}
 	for _, f := range assignments {
 		f()
+	}
+	for pid, ps := range pending {
+		for k, v := range ps {
+			g := get(k.group)
+			if g.pendingTxn == nil {
+				g.pendingTxn = make(map[int64]map[topicPartition]offsetValue)
+			}
+			if g.pendingTxn[pid] == nil {
+				g.pendingTxn[pid] = make(map[topicPartition]offsetValue)
+			}
+			g.pendingTxn[pid][topicPartition{k.topic, k.partition}] = *v
+			g.seq = max(g.seq, v.seq)
+		}
 	}
 	out := make([]*group, 0, len(groups))
 	for id, g := range groups {

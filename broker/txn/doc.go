@@ -48,7 +48,7 @@
 //
 // kbroker writes Kafka's formats (kmsg's TxnMetadataKey/TxnMetadataValue),
 // so Kafka's tools read the topic and compaction keeps the right records.
-// Big endian; the value's version is v1 unless Options.LegacyValueFormat.
+// Big endian; the value's version is v1 unless Options.TransactionVersion gives 0.
 //
 //	key (TransactionLogKey v0; other key versions are other record types, skipped):
 //	  | int16 version=0 | int16 len | transactional_id |
@@ -75,40 +75,39 @@
 // result before and after compaction; lastProducerEpoch is not persisted
 // (-1 after a load, as in Kafka).
 //
-// # Wiring into the broker (the next step)
+// # Wiring into the broker
 //
-//   - broker/: one coordinator per broker (NewCoordinator with a
-//     MarkerWriter and the controller's producer id blocks through
-//     ProducerIDFunc); applyImage feeds BecomeLeader/Resign for
-//     __transaction_state partitions as groups.go does for
-//     __consumer_offsets (the same Store adapter type serves StateLog:
-//     Record is group.Record); the topic is created from
-//     Options.StateTopic(live brokers). FindCoordinator key type 1 answers
-//     the leader of PartitionFor(id). api_22 (InitProducerId with an id),
-//     api_24, api_25, api_26, api_65, api_66 call the handlers; api_27
-//     WriteTxnMarkers and api_28 TxnOffsetCommit are partition-leader and
-//     group-coordinator APIs, not this package's.
-//   - MarkerWriter: group a Marker's partitions by leader, send
-//     WriteTxnMarkers (v1, or v2 with TransactionVersion) or append locally;
-//     the partition leader appends a control batch (attributes: control
-//     and transactional bits; one record, key | int16 version 0 | int16
-//     type 0 abort / 1 commit |, value | int16 version 0 | int32
-//     coordinator epoch |) through the normal replication path with
-//     acks=all, refuses a coordinator epoch older than the one it saw
-//     (TRANSACTION_COORDINATOR_FENCED) and a producer epoch older than the
-//     producer's (INVALID_PRODUCER_EPOCH), and answers per partition. The
-//     group coordinator takes markers on __consumer_offsets to make
-//     TxnOffsetCommit offsets visible.
-//   - storage/replication (the record package's control batches): producer
-//     state per partition keeps each producer's open transaction's first
-//     offset (in snapshots too); the last stable offset = min(first offset
-//     of any open transaction, HW), never moving back; a COMMIT/ABORT
-//     marker closes the producer's transaction and an ABORT appends
-//     (producer id, first offset, last offset, LSO) to the segment's
-//     .txnindex (34-byte entries), rebuilt on recovery. Fetch
-//     read_committed reads up to the LSO and returns the aborted
-//     transactions overlapping the range (Kafka's collectAbortedTxns);
-//     ListOffsets latest read_committed answers the LSO. Produce of a
-//     transactional batch asks this coordinator (AddPartitionsToTxn v4+,
-//     VerifyOnly under TV0/TV1, adding under TV2) before the append.
+//   - broker/txns.go: one coordinator per broker, its partitions fed by the
+//     metadata image (broker/coordinator_partitions.go, shared with the group
+//     coordinator: BecomeLeader with the partition's leader epoch as the
+//     coordinator epoch, Resign), the StateLog the same acks=all adapter the
+//     group coordinator writes with (offsetsStore), producer ids from the
+//     controller's blocks. __transaction_state is created on the first
+//     FindCoordinator of a transaction: transaction.state.log.num.partitions,
+//     compacted, transaction.state.log.replication.factor and .min.isr,
+//     lowered only when the cluster has fewer brokers. FindCoordinator type
+//     1, InitProducerId with an id (api_22), AddPartitionsToTxn (api_24),
+//     AddOffsetsToTxn (api_25), EndTxn (api_26), DescribeTransactions
+//     (api_65) and ListTransactions (api_66) call the handlers here, after
+//     the transactional-id ACLs.
+//   - MarkerWriter (broker/txn_markers.go): the partitions of a marker are
+//     grouped by leader; this broker's are appended locally, the others' go
+//     in one WriteTxnMarkers v1 per leader. The partition leader (api_27)
+//     appends the control batch through the normal replication path with
+//     acks=all; its producer state refuses an older coordinator epoch
+//     (TRANSACTION_COORDINATOR_FENCED) or producer epoch
+//     (INVALID_PRODUCER_EPOCH). Markers committed on __consumer_offsets
+//     complete the group coordinator's pending TxnOffsetCommit offsets
+//     (api_28, broker/group/txn_offsets.go).
+//   - Produce (api_00, broker/produce_txn.go, broker/txn_verify.go): a
+//     transactional batch that would open a transaction on its partition
+//     is verified with this coordinator (AddPartitionsToTxn v5, VerifyOnly;
+//     Produce v12 and TxnOffsetCommit v5 add the partition, transaction
+//     version 2, retrying CONCURRENT_TRANSACTIONS for
+//     add.partitions.to.txn.retry.backoff.max.ms) and appended with the
+//     partition log's verification guard.
+//   - storage/producer_txn.go and storage/txnindex.go keep each producer's
+//     open transaction, the last stable offset and the .txnindex;
+//     replication serves read_committed up to the LSO with the aborted
+//     transactions of the records read.
 package txn

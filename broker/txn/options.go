@@ -73,10 +73,14 @@ type Options struct {
 	RemoveExpiredInterval time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms (1h)
 	MarkerRetryBackoff    time.Duration // between marker and completion retries (retry.backoff.ms, 100ms)
 
-	// LegacyValueFormat writes TransactionLogValue v0, as Kafka does while
-	// the finalized transaction.version is 0; otherwise v1 (flexible, with
-	// the KIP-890 tagged fields), Kafka's choice at levels 1 and 2.
-	LegacyValueFormat bool
+	// TransactionVersion gives the cluster's finalized transaction.version
+	// (nil: 2), read at every write: at level 0 the coordinator writes
+	// TransactionLogValue v0, as Kafka does; otherwise v1 (flexible, with
+	// the KIP-890 tagged fields), Kafka's choice at levels 1 and 2. What a
+	// transaction does (epoch bump per EndTxn, partitions added by
+	// Produce) follows the versions of the client's requests, as in
+	// Kafka; clients choose them from the finalized level.
+	TransactionVersion func() int16
 
 	// OffsetsPartitionFor gives the __consumer_offsets partition of a
 	// group (AddOffsetsToTxn); default: Kafka's hash over 50 partitions.

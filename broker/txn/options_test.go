@@ -53,7 +53,7 @@ func TestProducerIDFunc(t *testing.T) {
 
 // TestLegacyValueFormat: with transaction.version 0 the values are v0.
 func TestLegacyValueFormat(t *testing.T) {
-	h := newHarness(t, &Options{LegacyValueFormat: true})
+	h := newHarness(t, &Options{TransactionVersion: func() int16 { return 0 }})
 	h.mustInit("t")
 	for _, r := range h.logOf("t").snapshot() {
 		if r.Value[1] != 0 {

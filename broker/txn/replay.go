@@ -3,6 +3,8 @@ package txn
 import (
 	"errors"
 	"iter"
+
+	"github.com/kbroker/kbroker/broker/group"
 )
 
 // replay rebuilds the ids of partition p from its records: the last value
@@ -15,6 +17,9 @@ func (c *Coordinator) replay(p int32, records iter.Seq2[Record, error]) (map[str
 	for r, err := range records {
 		if err != nil {
 			return nil, err
+		}
+		if r.Marker != group.NoMarker {
+			continue // no transaction writes here; a marker is nothing to load
 		}
 		id, st, err := decodeRecord(r)
 		switch {

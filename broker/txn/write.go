@@ -54,7 +54,7 @@ func (c *Coordinator) writeTransition(e *entry, w write) int16 {
 }
 
 func (c *Coordinator) valueVersion() int16 {
-	if c.opts.LegacyValueFormat {
+	if c.opts.TransactionVersion != nil && c.opts.TransactionVersion() == 0 {
 		return valueVersionLegacy
 	}
 	return valueVersionCurrent

@@ -34,6 +34,9 @@ type scenario struct {
 	// nemeses; durable: the topic has flush.messages=1 (durable acks).
 	powercut, durable bool
 	policy            Policy
+	// txn runs the transactional workload (txn_workload_test.go) and
+	// CheckTxn instead of the idempotent producers and Check.
+	txn bool
 	// duration of the nemesis schedule (default 30 s, -chaos.duration).
 	duration time.Duration
 }
@@ -83,6 +86,23 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
+// TestTxnScenarios runs the transactional workload under the nemeses of
+// every scenario inside Kafka's promise (make chaos), the power losses of
+// one broker and of all with durable acks included: no aborted record read
+// committed, no committed record lost or duplicated, transactions all or
+// nothing, watermarks never back (issue 14). The share group scenario is
+// the idempotent workload's.
+func TestTxnScenarios(t *testing.T) {
+	needMode(t, "full")
+	for _, sc := range fullScenarios {
+		if sc.acks1 || sc.unclean || sc.share || sc.policy.AllowLoss {
+			continue
+		}
+		sc.name, sc.txn = "txn-"+sc.name, true
+		t.Run(sc.name, func(t *testing.T) { runScenario(t, sc) })
+	}
+}
+
 // TestShortRun is the run inside make test: two nemeses, leader kills
 // and random pauses, on loopback, well under two minutes.
 func TestShortRun(t *testing.T) {
@@ -96,13 +116,23 @@ func runScenario(t *testing.T, sc scenario) {
 	dur := duration(cmpOr(sc.duration, 30*time.Second))
 	s := seed()
 	dir := runDir(t, sc.name, s)
+	run := "^TestScenarios$/^" + sc.name + "$"
+	switch {
+	case sc.name == "short":
+		run = "^TestShortRun$"
+	case sc.txn:
+		run = "^TestTxnScenarios$/^" + sc.name + "$"
+	}
 	t.Logf("chaos %s: seed=%d, out %s (replay: KBROKER_CHAOS=%s go test -v -run '%s' ./compat-tests/chaos/ -seed=%d)",
-		sc.name, s, dir, mode(), map[bool]string{true: "^TestShortRun$", false: "^TestScenarios$/^" + sc.name + "$"}[sc.name == "short"], s)
+		sc.name, s, dir, mode(), run, s)
 
 	netns := sc.netns || (mode() == "full" && os.Geteuid() == 0)
 	var flags []string
 	if sc.share {
 		flags = shareChaosFlags
+	}
+	if sc.txn {
+		flags = append(flags, "--transaction.abort.timed.out.transaction.cleanup.interval.ms=1000")
 	}
 	c := startCluster(t, clusterOpts{brokers: sc.brokers, separateController: sc.separateController, netns: netns, runDir: dir, flags: flags,
 		powercut: sc.powercut})
@@ -121,7 +151,9 @@ func runScenario(t *testing.T, sc scenario) {
 	e := &env{t: t, c: c, topic: topic, partitions: chaosPartitions, h: h}
 	w := workload{topic: topic, partitions: chaosPartitions, producers: 3, consumers: 2,
 		interval: 10 * time.Millisecond, inflight: 50, acks1: sc.acks1, deliveryTimeout: 5 * time.Second}
-	r, err := w.start(c.seeds(), h)
+	tw := txnWorkload{topic: topic, partitions: chaosPartitions, producers: 3, consumers: 2, perTxn: 8,
+		interval: 50 * time.Millisecond, abortEvery: 4, txnTimeout: 10 * time.Second, idPrefix: fmt.Sprintf("chaos-%d", s)}
+	stopWorkload, err := startWorkload(sc, w, tw, c.seeds(), h)
 	must(t, err, "starting the workload")
 	var sr *shareRunning
 	if sc.share {
@@ -137,9 +169,8 @@ func runScenario(t *testing.T, sc scenario) {
 		t.Errorf("healing: %v", err)
 	}
 	time.Sleep(3 * time.Second) // produce on the healed cluster
-	r.stop(30 * time.Second)
-	for msg, n := range r.errs {
-		t.Logf("consumer fetch error (%d times): %s", n, msg)
+	for msg, n := range stopWorkload() {
+		t.Logf("workload error (%d times): %s", n, msg)
 	}
 
 	// Liveness: once healed, every partition must be led with a full ISR
@@ -149,7 +180,12 @@ func runScenario(t *testing.T, sc scenario) {
 	if err := c.waitHealthy(topic, chaosPartitions, chaosRF, 90*time.Second); err != nil {
 		problems = append(problems, "the cluster did not heal: "+err.Error())
 	}
-	finalErr := finalRead(c.seeds(), topic, chaosPartitions, h, 60*time.Second)
+	var finalErr error
+	if sc.txn {
+		finalErr = finalReadCommitted(c.seeds(), tw, h, 60*time.Second)
+	} else {
+		finalErr = finalRead(c.seeds(), topic, chaosPartitions, h, 60*time.Second)
+	}
 	if sr != nil {
 		if err := drainShare(sr, c.seeds(), topic, h); err != nil {
 			problems = append(problems, "share group: "+err.Error())
@@ -167,21 +203,21 @@ func runScenario(t *testing.T, sc scenario) {
 		t.Errorf("writing the history: %v", err)
 	}
 	t.Logf("history: %s", histPath)
-	res := Check(events, sc.policy)
-	line := fmt.Sprintf("chaos %s seed=%d: %s", sc.name, s, res.Summary())
+	summary, failures := checkHistory(sc, events)
+	line := fmt.Sprintf("chaos %s seed=%d: %s", sc.name, s, summary)
 	if sr != nil {
 		sres := CheckShare(events)
 		line += "; " + sres.Summary()
-		res.Failures = append(res.Failures, sres.Failures...)
+		failures = append(failures, sres.Failures...)
 	}
 	if finalErr != nil {
 		line = fmt.Sprintf("chaos %s seed=%d: no figures: %v", sc.name, s, finalErr)
-		res.Failures = nil
+		failures = nil
 		problems = append(problems, finalErr.Error())
 	}
 	fmt.Println(line)
-	os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(line+"\n"+strings.Join(append(res.Failures, problems...), "\n")+"\n"), 0o644)
-	for _, f := range res.Failures {
+	os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(line+"\n"+strings.Join(append(failures, problems...), "\n")+"\n"), 0o644)
+	for _, f := range failures {
 		t.Errorf("chaos %s seed=%d: %s", sc.name, s, f)
 	}
 	for _, p := range problems {
@@ -190,6 +226,33 @@ func runScenario(t *testing.T, sc scenario) {
 	if t.Failed() {
 		t.Logf("broker logs: %s/node-*.log", dir)
 	}
+}
+
+// startWorkload starts the scenario's workload and returns what stops it
+// (with the errors its clients met, by message).
+func startWorkload(sc scenario, w workload, tw txnWorkload, seeds []string, h *History) (func() map[string]int, error) {
+	if sc.txn {
+		r, err := tw.start(seeds, h)
+		if err != nil {
+			return nil, err
+		}
+		return func() map[string]int { r.stop(); return r.errs }, nil
+	}
+	r, err := w.start(seeds, h)
+	if err != nil {
+		return nil, err
+	}
+	return func() map[string]int { r.stop(30 * time.Second); return r.errs }, nil
+}
+
+// checkHistory runs the scenario's checker: its summary and failures.
+func checkHistory(sc scenario, events []Event) (string, []string) {
+	if sc.txn {
+		res := CheckTxn(events)
+		return res.Summary(), res.Failures
+	}
+	res := Check(events, sc.policy)
+	return res.Summary(), res.Failures
 }
 
 func cmpOr[T comparable](v, def T) T {

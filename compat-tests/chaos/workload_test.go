@@ -175,8 +175,10 @@ func (r *running) stop(d time.Duration) {
 }
 
 // finalRead reads every partition from its start to its end offset and
-// records every record as a Final event.
-func finalRead(seeds []string, topic string, partitions int32, h *History, d time.Duration) error {
+// records every data record as a Final event; opts add to the consumer's
+// options (read_committed, with control records to follow the offsets
+// past the markers).
+func finalRead(seeds []string, topic string, partitions int32, h *History, d time.Duration, opts ...kgo.Opt) error {
 	ends, err := settledEnds(seeds, topic, d)
 	if err != nil {
 		return err
@@ -185,9 +187,9 @@ func finalRead(seeds []string, topic string, partitions int32, h *History, d tim
 	for p := range partitions {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchMaxWait(200*time.Millisecond))
+		kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -206,10 +208,10 @@ func finalRead(seeds []string, topic string, partitions int32, h *History, d tim
 	for !done() {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			return fmt.Errorf("final read: reached %v of %v before the deadline", next, ends)
+			return fmt.Errorf("final read: reached %v of %v before the deadline (a transaction left open?)", next, ends)
 		}
 		fs.EachRecord(func(rec *kgo.Record) {
-			if rec.Offset < ends[rec.Partition] {
+			if rec.Offset < ends[rec.Partition] && !rec.Attrs.IsControl() {
 				h.Add(Event{Proc: "final", Type: Final, Value: string(rec.Value), Partition: rec.Partition, Offset: rec.Offset})
 			}
 			next[rec.Partition] = max(next[rec.Partition], rec.Offset+1)

@@ -47,7 +47,16 @@ var Features = []Feature{
 	// eligible.leader.replicas.version 1: KIP-966 (Kafka 4.1's default
 	// for new clusters; elr.go).
 	{Name: ELRFeature, Min: 0, Max: 1, Bootstrap: 1},
+	// transaction.version 2: KIP-890 part 2 (an epoch bump per
+	// transaction, Produce v12 and TxnOffsetCommit v5 adding their
+	// partitions); clients use it only when it is finalized at 2. Level 0
+	// also has the transaction coordinator write its state in the old,
+	// non-flexible value format (broker/txn).
+	{Name: TransactionVersionFeature, Min: 0, Max: 2, Bootstrap: 2},
 }
+
+// TransactionVersionFeature is KIP-890's transaction.version.
+const TransactionVersionFeature = "transaction.version"
 
 // FeatureByName returns the feature called name.
 func FeatureByName(name string) (Feature, bool) {

@@ -58,11 +58,11 @@ func TestBootstrapFeatures(t *testing.T) {
 		f := r.(*featureLevelRecord)
 		got[f.Name] = f.Level
 	}
-	if len(got) != 4 || got["metadata.version"] != 25 || got["group.version"] != 1 || got["share.version"] != 1 ||
-		got[ELRFeature] != 1 {
+	if len(got) != 5 || got["metadata.version"] != 25 || got["group.version"] != 1 || got["share.version"] != 1 ||
+		got[ELRFeature] != 1 || got[TransactionVersionFeature] != 2 {
 		t.Fatalf("bootstrap levels %v", got)
 	}
-	img.Features = map[string]int16{"metadata.version": 25, "group.version": 0, "share.version": 0, ELRFeature: 0}
+	img.Features = map[string]int16{"metadata.version": 25, "group.version": 0, "share.version": 0, ELRFeature: 0, TransactionVersionFeature: 0}
 	if recs := bootstrapFeatures(img); len(recs) != 0 {
 		t.Fatalf("bootstrap again over set levels: %v", recs)
 	}
