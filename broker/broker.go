@@ -157,8 +157,19 @@ func (b *Broker) Start(ctx context.Context) error {
 	}
 	// As Kafka's BrokerServer: the listeners are bound from the start (their
 	// ports are registered), but requests are processed only once the
-	// controller has unfenced this broker, so no client sees the partition
-	// roles of a stale image replayed at start.
+	// controller has unfenced this broker and this broker's partitions
+	// follow the image that unfenced it (Kafka waits for its metadata
+	// publishers likewise), so no client sees the partition roles of a
+	// stale image replayed at start. Without the second wait a broker back
+	// from an unclean shutdown answered Metadata with its partitions' old
+	// leader epochs and produces with UNKNOWN_TOPIC_OR_PARTITION while it
+	// was still opening its logs for the old image, and a client then
+	// waited out its metadata refresh interval (5 s for franz-go) before
+	// producing again, though the partitions were led again at once.
+	unfencedAt := ctrl.Image().AppliedIndex
+	if !b.waitForView(ctx, func(v *metadataView) bool { return v.img.AppliedIndex >= unfencedAt }) {
+		return fmt.Errorf("waiting for the partitions to follow the metadata image: %w", ctx.Err())
+	}
 	b.serve()
 	b.serving.Store(true)
 	b.logger.Info("broker serving", "node_id", b.cfg.NodeID, "cluster_id", ctrl.Image().ClusterID,
