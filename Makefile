@@ -58,9 +58,12 @@ vet:
 # record package's parse counter (build tag recordcount). The third runs
 # the replication simulator's 5,000 random schedules without the race
 # detector (each schedule is single-goroutine; under -race the first line
-# runs 500 of them, so the seed runner is still checked).
+# runs 500 of them, so the seed runner is still checked). -parallel 4: the
+# parallel tests are compat-tests' clusters (and the demo's), which mostly
+# wait on brokers (the machine is about 30% busy during them), and that
+# package is the critical path of make test.
 unit: build
-	KBROKER_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 9m $(PKGS)
+	KBROKER_BIN=$(CURDIR)/$(BIN) $(GO) test -race -timeout 9m -parallel 4 $(PKGS)
 	$(GO) test -race -tags recordcount -run '^TestProduceParsesBatchOnce$$' ./broker/
 	$(GO) test -count=1 -v -run '^TestSimulatorRandomSchedules$$' ./replication/
 

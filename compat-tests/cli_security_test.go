@@ -32,6 +32,7 @@ type cliACL struct {
 // franz-go clients on every broker (a user that authenticates, the topics
 // it may and may not write) and by kbroker's own errors.
 func TestCLIUserAndACLOnThreeSecureBrokers(t *testing.T) {
+	t.Parallel()
 	sc := startSecureCluster(t, secureOpts{brokers: 3})
 	var seeds []string
 	for _, n := range sc.nodes {

@@ -92,6 +92,7 @@ func (c *sessionConsumer) await(want []string, d time.Duration) {
 // sessionless one (the broker's request-size metric), and every record
 // arrives exactly once.
 func TestFetchSessionCutsRequestBytes(t *testing.T) {
+	t.Parallel()
 	needOwnCluster(t)
 	const partitions = 1000
 	c := startCluster(t, clusterOpts{brokers: 1, metrics: true})

@@ -176,6 +176,7 @@ func TestGroupCooperativeStickyJoinSplitLeave(t *testing.T) {
 // A range member and a kcat (librdkafka) member share a group; kcat killed
 // with SIGKILL is noticed after its session timeout and its partitions move.
 func TestGroupRangeWithKcatMemberKilled(t *testing.T) {
+	t.Parallel()
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat is not installed")

@@ -19,6 +19,7 @@ import (
 // closes. kafka-go: TestReaderConsumerGroup/consumer_group_rebalance and
 // consumer_group_commits_on_close. Issue 21.
 func TestKafkaGoReaderGroup(t *testing.T) {
+	t.Parallel()
 	tg := singleNode(t, "--group.initial.rebalance.delay.ms=0")
 	adm := newAdmin(t, tg.seeds)
 	for _, balancer := range []kafka.GroupBalancer{kafka.RangeGroupBalancer{}, kafka.RoundRobinGroupBalancer{}} {

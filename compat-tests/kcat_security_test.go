@@ -23,6 +23,7 @@ import (
 // refuses one itself; franz-go's TestSecurityMechanismsAuthenticate sends
 // one, and a request before authentication.)
 func TestKcatSecurity(t *testing.T) {
+	t.Parallel()
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		t.Skip("kcat is not installed (.ci/run installs it)")

@@ -17,6 +17,7 @@ import (
 // it, case-insensitively, as Kafka's. confluent-kafka-go:
 // TestAdminClient_ListAndDescribeConsumerGroups. Issue 21.
 func TestListGroupsJustJoined(t *testing.T) {
+	t.Parallel()
 	needOwnCluster(t)
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags("--group.initial.rebalance.delay.ms=3000")})
 	adm := newAdmin(t, c.seeds())

@@ -25,6 +25,7 @@ func rackFlags(id int32) []string { return []string{"--broker.rack=" + testRacks
 // metrics prove it, the leaders only name it as preferred read replica),
 // and reads every acknowledged record exactly once across a leader change.
 func TestRackAwareFollowerFetching(t *testing.T) {
+	t.Parallel()
 	needOwnCluster(t)
 	c := startCluster(t, clusterOpts{brokers: 3, metrics: true, nodeFlags: rackFlags,
 		flags: replicationFlags("--replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector",

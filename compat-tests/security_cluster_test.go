@@ -23,6 +23,7 @@ import (
 // active controller (the new one commits more on top of them, and the old
 // one catches up with all of them when it returns) and the restart.
 func TestSecureClusterReplicatesAndKeepsCredentialsAndACLs(t *testing.T) {
+	t.Parallel()
 	// A short broker session: when the killed controller also leads the
 	// partition, its leadership moves once the new controller fences it,
 	// a session after taking over (9 s by default, a produce's whole 10 s).

@@ -320,6 +320,7 @@ func shareCoordinatorOf(ctx context.Context, cl *kgo.Client, group string, topic
 // and a record is delivered a second time only if it was acquired and not
 // yet accepted when a fault struck.
 func TestShareStateSurvivesKills(t *testing.T) {
+	t.Parallel()
 	needOwnCluster(t)
 	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags(append([]string{
 		"--default.replication.factor=3", "--min.insync.replicas=2",

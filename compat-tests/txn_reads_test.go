@@ -54,6 +54,7 @@ func countPrefixes(values []string) map[string]int {
 // group at read_uncommitted (Kafka's default) receives them all (issue
 // 16's remaining item).
 func TestTxnShareGroupReadCommitted(t *testing.T) {
+	t.Parallel()
 	tg := singleNode(t, shareFlags...)
 	adm := newAdmin(t, tg.seeds)
 	topic := newTopic(t, adm, 2, 1, nil)
