@@ -50,9 +50,19 @@ func (b *Broker) handleShareFetch(_ context.Context, req *protocol.Request) prot
 	if r.Version >= 2 && r.IsRenewAck && !renewOnly(r) {
 		return refuse(req, kerr.InvalidRequest.Code)
 	}
-	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		return b.shares.fetch(ctx, req, r)
-	}}
+	var release func()
+	return protocol.Response{
+		Later: func(ctx context.Context) kmsg.Response {
+			var resp kmsg.Response
+			resp, release = b.shares.fetch(ctx, req, r)
+			return resp
+		},
+		Done: func() {
+			if release != nil {
+				release()
+			}
+		},
+	}
 }
 
 // shareRequestInvalid is the first check of ShareFetch and
