@@ -352,14 +352,23 @@ func (s *shares) fetch(ctx context.Context, req *protocol.Request, r *kmsg.Share
 	}
 	view := s.b.view()
 	ans := newShareFetchAnswer(resp)
-	s.acknowledgeAll(ctx, req, group, member, acks, r.Version >= 2 && r.IsRenewAck)
-	for _, a := range acks {
-		p := ans.part(a.tp)
-		p.AcknowledgeErrorCode = a.code
-		if a.code == kerr.NotLeaderForPartition.Code && a.leader.id >= 0 {
-			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = a.leader.id, a.leader.epoch
-			ans.leaders[a.leader.id] = true
+	// The acknowledgements' transitions are made now; their state writes
+	// go on while this fetch acquires, and the response waits for both
+	// (Kafka's KafkaApis.handleShareFetchRequest).
+	waitAcks := s.startAcknowledgeAll(ctx, req, group, member, acks, r.Version >= 2 && r.IsRenewAck)
+	ackCodes := func() {
+		waitAcks()
+		for _, a := range acks {
+			p := ans.part(a.tp)
+			p.AcknowledgeErrorCode = a.code
+			if a.code == kerr.NotLeaderForPartition.Code && a.leader.id >= 0 {
+				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = a.leader.id, a.leader.epoch
+				ans.leaders[a.leader.id] = true
+			}
 		}
+	}
+	if fc.Final || r.Version >= 2 && r.IsRenewAck {
+		ackCodes()
 	}
 	if fc.Final {
 		s.releaseClosed(ctx, key, fc.Closed)
@@ -374,6 +383,7 @@ func (s *shares) fetch(ctx context.Context, req *protocol.Request, r *kmsg.Share
 	limits, budget := shareFetchLimits(r, member)
 	acq, errs := s.acquireLoop(ctx, group, targets, limits, budget, r.ShareSessionEpoch)
 	release = acq.release
+	ackCodes()
 	for tp, code := range errs {
 		ans.fail(tp, code, noLeaderHint)
 	}

@@ -107,19 +107,30 @@ func stepFor(off int64, t AckType, count, limit int16) step {
 // coordinator's mapped error when the write fails. allowRenew is true for
 // requests with IsRenewAck (v2).
 func (p *Partition) Acknowledge(ctx context.Context, member string, batches []AckBatch, allowRenew bool) int16 {
+	return p.StartAcknowledge(member, batches, allowRenew)(ctx)
+}
+
+// StartAcknowledge is Acknowledge in two steps: the records make their
+// transitions (pending) before it returns, so that an acquisition that
+// follows sees them; the returned function writes them, if no write is in
+// flight, and waits for the outcome (the code Acknowledge returns).
+// ShareFetch acquires while its acknowledgements are written, as Kafka's
+// KafkaApis handles both at once.
+func (p *Partition) StartAcknowledge(member string, batches []AckBatch, allowRenew bool) (wait func(context.Context) int16) {
+	done := func(code int16) func(context.Context) int16 { return func(context.Context) int16 { return code } }
 	cfg := p.config()
 	if code := ValidateAckBatches(batches, allowRenew && cfg.RenewAcknowledge); code != 0 {
-		return code
+		return done(code)
 	}
 	p.mu.Lock()
 	if p.state != stateActive {
 		defer p.mu.Unlock()
-		return p.stateCodeLocked()
+		return done(p.stateCodeLocked())
 	}
 	steps, code := planAcks(&p.w, member, batches, cfg.DeliveryCountLimit)
 	if code != 0 {
 		p.mu.Unlock()
-		return code
+		return done(code)
 	}
 	pw := &pendingWrite{done: make(chan int16, 1)}
 	renewTo := p.opts.NowMs() + cfg.RecordLockDuration.Milliseconds()
@@ -135,28 +146,38 @@ func (p *Partition) Acknowledge(ctx context.Context, member string, batches []Ac
 		}
 		r.transition(s.to, s.count)
 	}
-	return p.writeAndWait(ctx, pw) // only renewals: nothing to write
+	return p.queueWrite(pw) // only renewals: nothing to write
 }
 
 // writeAndWait queues pw (unless it is empty), runs the writer if no write
 // is in flight, and waits for pw's outcome. It unlocks p.mu.
 // Must be called with p.mu held.
 func (p *Partition) writeAndWait(ctx context.Context, pw *pendingWrite) int16 {
+	return p.queueWrite(pw)(ctx)
+}
+
+// queueWrite queues pw (unless it is empty) and returns what writes it
+// (when no write is in flight) and waits for its outcome. It unlocks
+// p.mu.
+// Must be called with p.mu held.
+func (p *Partition) queueWrite(pw *pendingWrite) func(context.Context) int16 {
 	if len(pw.offsets) == 0 {
 		p.mu.Unlock()
-		return 0
+		return func(context.Context) int16 { return 0 }
 	}
 	writer := p.enqueueLocked(pw)
 	p.mu.Unlock()
-	if writer {
-		p.runWriter()
-	}
-	select {
-	case code := <-pw.done:
-		return code
-	case <-ctx.Done():
-		// The write goes on; its outcome is not this request's to report.
-		return kerr.RequestTimedOut.Code
+	return func(ctx context.Context) int16 {
+		if writer {
+			p.runWriter()
+		}
+		select {
+		case code := <-pw.done:
+			return code
+		case <-ctx.Done():
+			// The write goes on; its outcome is not this request's to report.
+			return kerr.RequestTimedOut.Code
+		}
 	}
 }
 

@@ -58,7 +58,12 @@ func (p *Partition) Acquire(req AcquireRequest) ([]AcquiredRange, int16) {
 		a.batch(b, cfg.ReadCommitted && aborted[i], req.Mode)
 	}
 	p.w.advance()
-	p.armTimerLocked()
+	if len(a.offsets) > 0 && (p.timerStop == nil || p.timerAtMs > a.expiry) {
+		// The timer, when armed, is for the earliest lock of the window
+		// (armTimerLocked), which these new locks cannot precede unless
+		// the clock went back.
+		p.armTimerLocked()
+	}
 	p.stats.acquired.Add(int64(len(a.offsets)))
 	return acquiredRanges(a.offsets, a.counts, req.BatchSize, req.Mode), 0
 }

@@ -131,19 +131,26 @@ func (p *Partition) writeRequestLocked(batch []*pendingWrite) *kmsg.WriteShareGr
 // stateBatches run-length encodes the tentative states of the batch's
 // offsets that are still in the window.
 func stateBatches(w *window, batch []*pendingWrite) []kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch {
-	seen := make(map[int64]bool)
-	var offs []int64
+	n := 0
+	for _, pw := range batch {
+		n += len(pw.offsets)
+	}
+	offs := make([]int64, 0, n)
 	for _, pw := range batch {
 		for _, off := range pw.offsets {
-			if !seen[off] && w.contains(off) {
-				seen[off] = true
+			if w.contains(off) {
 				offs = append(offs, off)
 			}
 		}
 	}
-	slices.Sort(offs)
+	if len(batch) > 1 { // one acknowledgement's offsets ascend already
+		slices.Sort(offs)
+	}
 	var out []kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch
-	for _, off := range offs {
+	for i, off := range offs {
+		if i > 0 && offs[i-1] == off {
+			continue // in two writes of the batch
+		}
 		r := w.at(off)
 		if n := len(out); n > 0 {
 			last := &out[n-1]
@@ -198,10 +205,16 @@ func (p *Partition) finishLocked(batch []*pendingWrite, code int16) (released bo
 			}
 			if code != 0 {
 				r.rollback()
+				if r.state == Available {
+					p.w.lowerAvail(off)
+				}
 				continue
 			}
 			r.commit()
-			released = released || r.state == Available
+			if r.state == Available {
+				p.w.lowerAvail(off)
+				released = true
+			}
 		}
 		if code == 0 {
 			p.stats.accepted.Add(pw.accepted)
@@ -217,6 +230,11 @@ func (p *Partition) finishLocked(batch []*pendingWrite, code int16) (released bo
 		}
 	}
 	moved := p.w.advance()
-	p.armTimerLocked()
+	if code != 0 || p.timerStop == nil {
+		// A rollback gives records their locks back, which may expire
+		// before the timer; commits only take locks away (a timer that
+		// finds nothing expired arms itself again).
+		p.armTimerLocked()
+	}
 	return released || moved
 }

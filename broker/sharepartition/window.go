@@ -9,6 +9,11 @@ package sharepartition
 type window struct {
 	start int64 // SPSO
 	recs  []inflight
+	// availFrom is at or below the first settled Available record (a
+	// lower bound: nextFetchOffset scans from it, not from the start, and
+	// moves it up). Whatever makes a record settled Available lowers it
+	// (push, a committed release); its zero value is always right.
+	availFrom int64
 }
 
 // end is the SPEO: the last offset in the window (start-1 when empty).
@@ -20,7 +25,15 @@ func (w *window) contains(off int64) bool { return off >= w.start && off <= w.en
 func (w *window) at(off int64) *inflight { return &w.recs[off-w.start] }
 
 // push appends the record for offset end()+1.
-func (w *window) push(r inflight) { w.recs = append(w.recs, r) }
+func (w *window) push(r inflight) {
+	if r.state == Available {
+		w.lowerAvail(w.end() + 1)
+	}
+	w.recs = append(w.recs, r)
+}
+
+// lowerAvail notes that the record at off may be settled Available now.
+func (w *window) lowerAvail(off int64) { w.availFrom = min(w.availFrom, off) }
 
 // advance moves the start past terminal, settled records and returns
 // whether it moved (Kafka's maybeUpdateCachedStateAndOffsets).
@@ -80,10 +93,12 @@ func (w *window) completeFrom(from int64) int32 {
 // nextFetchOffset is where the next acquisition reads: the first
 // Available settled record in the window, or the offset after it.
 func (w *window) nextFetchOffset() int64 {
-	for i := range w.recs {
+	for i := max(w.availFrom-w.start, 0); i < int64(len(w.recs)); i++ {
 		if w.recs[i].state == Available && !w.recs[i].pending {
-			return w.start + int64(i)
+			w.availFrom = w.start + i
+			return w.availFrom
 		}
 	}
-	return w.end() + 1
+	w.availFrom = w.end() + 1
+	return w.availFrom
 }
