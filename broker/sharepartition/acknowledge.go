@@ -59,7 +59,7 @@ func planAcks(w *window, member string, batches []AckBatch, deliveryLimit int16)
 	var steps []step
 	for _, b := range batches {
 		switch {
-		case len(w.recs) == 0 || b.FirstOffset < w.start:
+		case w.size() == 0 || b.FirstOffset < w.start:
 			return nil, kerr.InvalidRecordState.Code
 		case b.LastOffset > w.end():
 			return nil, kerr.InvalidRequest.Code

@@ -121,7 +121,7 @@ func (a *acquisition) batch(b Batch, aborted bool, mode AcquireMode) {
 func (a *acquisition) extend(off int64) bool {
 	w := &a.p.w
 	for w.end() < off {
-		if int32(len(w.recs)) >= a.cfg.PartitionMaxRecordLocks {
+		if int32(w.size()) >= a.cfg.PartitionMaxRecordLocks {
 			return false
 		}
 		if w.end()+1 < off {
