@@ -54,29 +54,46 @@ type step struct {
 // (INVALID_RECORD_STATE), offsets past the end offset were never fetched
 // (INVALID_REQUEST), and every record must be Acquired by member and not
 // in a pending transition (INVALID_RECORD_STATE). It is a pure function of
-// the window.
-func planAcks(w *window, member string, batches []AckBatch, deliveryLimit int16) ([]step, int16) {
-	var steps []step
+// the window; the plan's steps are made as they are walked (ackPlan.each),
+// with nothing allocated per record.
+func planAcks(w *window, member string, batches []AckBatch, deliveryLimit int16) (ackPlan, int16) {
 	for _, b := range batches {
 		switch {
 		case w.size() == 0 || b.FirstOffset < w.start:
-			return nil, kerr.InvalidRecordState.Code
+			return ackPlan{}, kerr.InvalidRecordState.Code
 		case b.LastOffset > w.end():
-			return nil, kerr.InvalidRequest.Code
+			return ackPlan{}, kerr.InvalidRequest.Code
 		}
 		for off := b.FirstOffset; off <= b.LastOffset; off++ {
 			r := w.at(off)
 			if r.state != Acquired || r.pending || r.member != member {
-				return nil, kerr.InvalidRecordState.Code
+				return ackPlan{}, kerr.InvalidRecordState.Code
 			}
+		}
+	}
+	return ackPlan{w: w, batches: batches, limit: deliveryLimit}, 0
+}
+
+// ackPlan is the validated acknowledgement of planAcks.
+type ackPlan struct {
+	w       *window
+	batches []AckBatch
+	limit   int16
+}
+
+// each calls fn with every step of the plan, in offset order, computed
+// from the window as planAcks saw it (fn may change the record of the
+// step it gets, not the later ones).
+func (pl ackPlan) each(fn func(step)) {
+	for _, b := range pl.batches {
+		for off := b.FirstOffset; off <= b.LastOffset; off++ {
 			t := b.Types[0]
 			if len(b.Types) > 1 {
 				t = b.Types[off-b.FirstOffset]
 			}
-			steps = append(steps, stepFor(off, t, r.deliveryCount, deliveryLimit))
+			fn(stepFor(off, t, pl.w.at(off).deliveryCount, pl.limit))
 		}
 	}
-	return steps, 0
 }
 
 // stepFor maps an acknowledgement type to a record transition (Kafka's
@@ -127,25 +144,25 @@ func (p *Partition) StartAcknowledge(member string, batches []AckBatch, allowRen
 		defer p.mu.Unlock()
 		return done(p.stateCodeLocked())
 	}
-	steps, code := planAcks(&p.w, member, batches, cfg.DeliveryCountLimit)
+	plan, code := planAcks(&p.w, member, batches, cfg.DeliveryCountLimit)
 	if code != 0 {
 		p.mu.Unlock()
 		return done(code)
 	}
 	pw := &pendingWrite{done: make(chan int16, 1)}
 	renewTo := p.opts.NowMs() + cfg.RecordLockDuration.Milliseconds()
-	for _, s := range steps {
+	plan.each(func(s step) {
 		r := p.w.at(s.off)
 		if s.renew {
 			r.lockExpiryMs = renewTo
-			continue
+			return
 		}
 		pw.add(s.off, r.state, s.to)
 		if s.reject {
 			pw.rejected++
 		}
 		r.transition(s.to, s.count)
-	}
+	})
 	return p.queueWrite(pw) // only renewals: nothing to write
 }
 
@@ -161,7 +178,7 @@ func (p *Partition) writeAndWait(ctx context.Context, pw *pendingWrite) int16 {
 // p.mu.
 // Must be called with p.mu held.
 func (p *Partition) queueWrite(pw *pendingWrite) func(context.Context) int16 {
-	if len(pw.offsets) == 0 {
+	if pw.count == 0 {
 		p.mu.Unlock()
 		return func(context.Context) int16 { return 0 }
 	}

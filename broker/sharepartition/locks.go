@@ -56,8 +56,8 @@ func (p *Partition) onLockTimer() {
 			r.transition(s.to, s.count)
 		}
 	}
-	p.stats.lockTimeouts.Add(int64(len(pw.offsets)))
-	writer := len(pw.offsets) > 0 && p.enqueueLocked(pw)
+	p.stats.lockTimeouts.Add(int64(pw.count))
+	writer := pw.count > 0 && p.enqueueLocked(pw)
 	p.armTimerLocked()
 	p.mu.Unlock()
 	if writer {
