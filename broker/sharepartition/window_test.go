@@ -42,8 +42,8 @@ func TestWindowRingMatchesSlice(t *testing.T) {
 			t.Fatalf("step %d: window [%d, %d] of %d, want [%d, %d] of %d", step, w.start, w.end(), w.size(), start, start+int64(len(model))-1, len(model))
 		}
 		for i, r := range model {
-			if *w.at(start+int64(i)) != r {
-				t.Fatalf("step %d: offset %d is %+v, want %+v", step, start+int64(i), *w.at(start+int64(i)), r)
+			if *w.at(start + int64(i)) != r {
+				t.Fatalf("step %d: offset %d is %+v, want %+v", step, start+int64(i), *w.at(start + int64(i)), r)
 			}
 		}
 		want := start + int64(len(model))
