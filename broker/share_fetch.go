@@ -190,14 +190,14 @@ func (s *shares) acquireRound(targets []*shareTarget, l fetchLimits, acq *shareA
 		}
 		if len(ranges) > 0 {
 			acq.ranges[t.tp()] = append(acq.ranges[t.tp()], ranges...)
+			acq.bytes += len(records)
+			s.b.countFetched(t.topic, records)
 			if prev := acq.records[t.tp()]; len(prev) > 0 {
 				// Both may be slices of a mapped segment: join them in
 				// a new array, never by appending into the mapping.
 				records = append(append(make([]byte, 0, len(prev)+len(records)), prev...), records...)
 			}
 			acq.records[t.tp()] = records
-			acq.bytes += len(records)
-			s.b.countFetched(t.topic, records)
 		}
 	}
 }
