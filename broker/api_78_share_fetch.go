@@ -7,7 +7,8 @@ package broker
 // piggy-backed acknowledgements (ACCEPT, RELEASE, REJECT, GAP; RENEW in v2
 // with IsRenewAck, which must then carry no fetch limits and fetches
 // nothing) are applied first, each partition answering in
-// AcknowledgeErrorCode once its state is written. Then records of the
+// AcknowledgeErrorCode once its state is written; while that write is in
+// flight (the response waits for it), records of the
 // session's partitions this broker leads are acquired for the member:
 // Available ones from the share-partition's next fetch offset, below the
 // high watermark (the last stable offset with share.isolation.level
