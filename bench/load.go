@@ -135,6 +135,11 @@ func (r loadResult) String() string {
 	if r.Groups > 0 {
 		s += fmt.Sprintf("; %d groups joined in %s", r.Groups, fmtDur(r.Setup))
 	}
+	if sc := r.Syncs; sc.ShareFetches > 0 {
+		s += fmt.Sprintf("; %.0f ShareFetch (%.0f records each, %s on the broker on average), %.0f ShareAcknowledge, %.0f state records written (%.0f records each)",
+			sc.ShareFetches, perCount(r.Records, sc.ShareFetches), fmtDur(time.Duration(sc.ShareFetchSeconds/sc.ShareFetches*1e9)),
+			sc.ShareAcks, sc.StateRecords, perCount(r.Records, sc.StateRecords))
+	}
 	if r.Errors > 0 {
 		s += fmt.Sprintf("; %d errors (first: %s)", r.Errors, r.FirstError)
 	}

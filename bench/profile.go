@@ -1,8 +1,8 @@
 package main
 
 // The profiling pass: kbroker has no pprof endpoint, so the suite runs
-// bench/pprofbroker (kbroker's broker package plus net/http/pprof) under w1
-// and w2 (after the same warm-up repetitions as the measured runs), takes a
+// bench/pprofbroker (kbroker's broker package plus net/http/pprof) under w1,
+// w2 and qs-share (the share group's read, its topic filled first; after the same warm-up repetitions as the measured runs), takes a
 // CPU profile and a delta allocation profile of every broker from the start
 // of the timed records for as long as kbroker's median run took, and prints
 // go tool pprof's tops.
@@ -31,15 +31,34 @@ func (s *suite) profile(ctx context.Context, name string) error {
 	defer c.stop()
 	lc := w.load
 	lc.Brokers = c.addrs
+	// A reader (qs-share) reads the topic its produce workload writes
+	// first, in each warm-up and in the profiled run.
+	fill := func() error {
+		if w.reads == "" {
+			return nil
+		}
+		fc := s.ws[w.reads].load
+		fc.Brokers = c.addrs
+		if _, err := runLoad(ctx, fc); err != nil {
+			return fmt.Errorf("%s before %s: %w", w.reads, name, err)
+		}
+		return nil
+	}
 	// The same warm-up as the measured runs, then one capped run profiled
 	// from its clock's start for as long as kbroker's median run took.
 	for range s.cfg.WarmupReps {
+		if err := fill(); err != nil {
+			return err
+		}
 		if _, err := runLoad(ctx, lc); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 		if err := deleteTopic(ctx, c.addrs, lc.Topic, c.dataLeft); err != nil {
 			return err
 		}
+	}
+	if err := fill(); err != nil {
+		return err
 	}
 	secs := 5
 	if m, ok := s.median(name, kindKbroker, metric{get: func(r loadResult) float64 { return r.Elapsed.Seconds() }}); ok {

@@ -51,7 +51,14 @@ var (
 	groupsM   = []metric{mCount, mRecs, mMB, mCPU, mHWM, mAnon, mSetup}
 	mJoin     = metric{"join: every member assigned", func(r loadResult) float64 { return float64(r.Setup) }, msFmt}
 	queueM    = []metric{mCount, mRecs, mMB, mCPU, mCPURec, mHWM, mAnon, mJoin}
-	wMetrics  = map[string][]metric{
+	// the share path's requests and state writes (kbroker's /metrics)
+	mShareFetches = metric{"ShareFetch requests", func(r loadResult) float64 { return r.Syncs.ShareFetches }, num}
+	mShareAcks    = metric{"ShareAcknowledge requests", func(r loadResult) float64 { return r.Syncs.ShareAcks }, num}
+	mStateRecords = metric{"__share_group_state records written", func(r loadResult) float64 { return r.Syncs.StateRecords }, num}
+	mRecsPerFetch = metric{"records per ShareFetch", func(r loadResult) float64 { return perCount(r.Records, r.Syncs.ShareFetches) }, num}
+	mRecsPerState = metric{"records per state write", func(r loadResult) float64 { return perCount(r.Records, r.Syncs.StateRecords) }, num}
+	shareM        = append(slices.Clone(queueM), mShareFetches, mRecsPerFetch, mShareAcks, mStateRecords, mRecsPerState)
+	wMetrics      = map[string][]metric{
 		"w1":            produceM,
 		"w2":            produceM,
 		"w3":            {mCount, mRecs, mMB, mCPU, mHWM, mAnon},
@@ -68,8 +75,8 @@ var (
 		"cg-one":        groupsM,
 		"cg-many":       groupsM,
 		"qs-fill1":      produceM,
-		"qs-share":      queueM,
-		"qs-share-2000": queueM,
+		"qs-share":      shareM,
+		"qs-share-2000": shareM,
 		"qs-fill4":      produceM,
 		"qs-classic":    queueM,
 	}
@@ -514,4 +521,12 @@ func (s *suite) bystanders() {
 		fmt.Fprintf(s.out, "\nThe other targets' idle clusters used a median %.1f%% of one core during a measured run (largest %.1f%%).\n",
 			m, slices.Max(per))
 	}
+}
+
+// perCount is n per count (0 when there is no count: kfake exports none).
+func perCount(n int64, count float64) float64 {
+	if count <= 0 {
+		return 0
+	}
+	return float64(n) / count
 }

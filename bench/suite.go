@@ -278,8 +278,8 @@ func (s *suite) extras(ctx context.Context) {
 	if s.cfg.PprofBin == "" {
 		return
 	}
-	for _, w := range []string{"w1", "w2"} {
-		if s.enabled(w) {
+	for _, w := range []string{"w1", "w2", "qs-share"} {
+		if s.enabled(w) && (s.ws[w].reads == "" || s.enabled(s.ws[w].reads)) {
 			if err := s.profile(ctx, w); err != nil {
 				fmt.Fprintf(s.out, "\nprofile of %s failed: %v\n", w, err)
 			}

@@ -15,13 +15,27 @@ import (
 	"time"
 )
 
-// syncCounts are the brokers' storage sync counters, summed.
+// syncCounts are the brokers' storage sync counters, summed, and the share
+// path's request and state-write counters (the queue workloads).
 type syncCounts struct {
 	DataSyncs, DirSyncs, Rounds, LogFlushes float64
+	// ShareFetches and ShareAcks count ShareFetch and ShareAcknowledge
+	// requests; StateRecords the records the share coordinators wrote to
+	// __share_group_state (one per state write they committed).
+	ShareFetches, ShareAcks, StateRecords float64
+	// ShareFetchSeconds is the ShareFetch requests' time from arrival to
+	// response written, summed.
+	ShareFetchSeconds float64
 }
 
 func (a syncCounts) minus(b syncCounts) syncCounts {
-	return syncCounts{a.DataSyncs - b.DataSyncs, a.DirSyncs - b.DirSyncs, a.Rounds - b.Rounds, a.LogFlushes - b.LogFlushes}
+	return syncCounts{a.DataSyncs - b.DataSyncs, a.DirSyncs - b.DirSyncs, a.Rounds - b.Rounds, a.LogFlushes - b.LogFlushes,
+		a.ShareFetches - b.ShareFetches, a.ShareAcks - b.ShareAcks, a.StateRecords - b.StateRecords, a.ShareFetchSeconds - b.ShareFetchSeconds}
+}
+
+func (a syncCounts) plus(b syncCounts) syncCounts {
+	return syncCounts{a.DataSyncs + b.DataSyncs, a.DirSyncs + b.DirSyncs, a.Rounds + b.Rounds, a.LogFlushes + b.LogFlushes,
+		a.ShareFetches + b.ShareFetches, a.ShareAcks + b.ShareAcks, a.StateRecords + b.StateRecords, a.ShareFetchSeconds + b.ShareFetchSeconds}
 }
 
 // syncMetrics maps the exported series to the fields they add to.
@@ -30,6 +44,15 @@ var syncMetrics = map[string]func(*syncCounts) *float64{
 	`kbroker_storage_syncs_total{kind="dir"}`:   func(c *syncCounts) *float64 { return &c.DirSyncs },
 	"kbroker_storage_group_commit_rounds_total": func(c *syncCounts) *float64 { return &c.Rounds },
 	"kbroker_storage_log_flushes_total":         func(c *syncCounts) *float64 { return &c.LogFlushes },
+	"kbroker_share_state_records_written_total": func(c *syncCounts) *float64 { return &c.StateRecords },
+}
+
+// requestMetrics are the request counters summed over their versions, by
+// series prefix.
+var requestMetrics = map[string]func(*syncCounts) *float64{
+	`kbroker_requests_total{api="ShareFetch",`:               func(c *syncCounts) *float64 { return &c.ShareFetches },
+	`kbroker_requests_total{api="ShareAcknowledge",`:         func(c *syncCounts) *float64 { return &c.ShareAcks },
+	`kbroker_request_duration_seconds_sum{api="ShareFetch",`: func(c *syncCounts) *float64 { return &c.ShareFetchSeconds },
 }
 
 // scrapeSyncs sums the sync counters of the brokers at addrs.
@@ -40,7 +63,7 @@ func scrapeSyncs(ctx context.Context, addrs []string) (syncCounts, error) {
 		if err != nil {
 			return syncCounts{}, err
 		}
-		sum = syncCounts{sum.DataSyncs + c.DataSyncs, sum.DirSyncs + c.DirSyncs, sum.Rounds + c.Rounds, sum.LogFlushes + c.LogFlushes}
+		sum = sum.plus(c)
 	}
 	return sum, nil
 }
@@ -62,12 +85,23 @@ func scrapeOne(ctx context.Context, addr string) (syncCounts, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
-		field := syncMetrics[name]
-		if !ok || field == nil {
+		if !ok {
 			continue
 		}
-		if v, err := strconv.ParseFloat(value, 64); err == nil {
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		if field := syncMetrics[name]; field != nil {
 			*field(&c) = v
+			continue
+		}
+		if strings.HasPrefix(name, "kbroker_request") {
+			for prefix, field := range requestMetrics {
+				if strings.HasPrefix(name, prefix) {
+					*field(&c) += v
+				}
+			}
 		}
 	}
 	return c, sc.Err()

@@ -7,7 +7,8 @@ package broker
 // piggy-backed acknowledgements (ACCEPT, RELEASE, REJECT, GAP; RENEW in v2
 // with IsRenewAck, which must then carry no fetch limits and fetches
 // nothing) are applied first, each partition answering in
-// AcknowledgeErrorCode once its state is written. Then records of the
+// AcknowledgeErrorCode once its state is written; while that write is in
+// flight (the response waits for it), records of the
 // session's partitions this broker leads are acquired for the member:
 // Available ones from the share-partition's next fetch offset, below the
 // high watermark (the last stable offset with share.isolation.level
@@ -50,9 +51,19 @@ func (b *Broker) handleShareFetch(_ context.Context, req *protocol.Request) prot
 	if r.Version >= 2 && r.IsRenewAck && !renewOnly(r) {
 		return refuse(req, kerr.InvalidRequest.Code)
 	}
-	return protocol.Response{Later: func(ctx context.Context) kmsg.Response {
-		return b.shares.fetch(ctx, req, r)
-	}}
+	var release func()
+	return protocol.Response{
+		Later: func(ctx context.Context) kmsg.Response {
+			var resp kmsg.Response
+			resp, release = b.shares.fetch(ctx, req, r)
+			return resp
+		},
+		Done: func() {
+			if release != nil {
+				release()
+			}
+		},
+	}
 }
 
 // shareRequestInvalid is the first check of ShareFetch and

@@ -81,6 +81,12 @@ func (b *Broker) ledPartition(view *metadataView, topic string, idx int32) (*sha
 // acknowledgeAll applies acks (in place: each gets its code) concurrently.
 // allowRenew: the request has IsRenewAck (v2).
 func (s *shares) acknowledgeAll(ctx context.Context, req *protocol.Request, group, member string, acks []*partitionAck, allowRenew bool) {
+	s.startAcknowledgeAll(ctx, req, group, member, acks, allowRenew)()
+}
+
+// startAcknowledgeAll makes the transitions of acks at once and returns
+// what waits for their writes (each ack gets its code once it returns).
+func (s *shares) startAcknowledgeAll(ctx context.Context, req *protocol.Request, group, member string, acks []*partitionAck, allowRenew bool) (wait func()) {
 	view := s.b.view()
 	var wg sync.WaitGroup
 	for _, a := range acks {
@@ -99,13 +105,14 @@ func (s *shares) acknowledgeAll(ctx context.Context, req *protocol.Request, grou
 			a.code = code
 			continue
 		}
+		write := sp.StartAcknowledge(member, a.batches, allowRenew)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.code = sp.Acknowledge(ctx, member, a.batches, allowRenew)
+			a.code = write(ctx)
 		}()
 	}
-	wg.Wait()
+	return wg.Wait
 }
 
 // releaseClosed releases the member's records on the partitions of a

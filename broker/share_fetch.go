@@ -54,6 +54,17 @@ type shareAcquisition struct {
 	records map[sharepartition.TopicIDPartition][]byte
 	bytes   int
 	budget  int32 // records left to acquire
+	// releases are the references on the mapped log segments that
+	// records borrow, released once the response is written.
+	releases []func()
+}
+
+// release lets go of the log segments the acquisition's records borrow.
+func (a *shareAcquisition) release() {
+	for _, rel := range a.releases {
+		rel()
+	}
+	a.releases = nil
 }
 
 // fetchLimits are a ShareFetch's bounds.
@@ -166,7 +177,10 @@ func (s *shares) acquireRound(targets []*shareTarget, l fetchLimits, acq *shareA
 			return
 		}
 		t := targets[(start+i)%len(targets)]
-		ranges, records, code := s.acquire(t, l, acq.budget)
+		ranges, records, release, code := s.acquire(t, l, acq.budget)
+		if release != nil {
+			acq.releases = append(acq.releases, release)
+		}
 		if code != 0 {
 			errs[t.tp()] = code
 			continue
@@ -176,44 +190,51 @@ func (s *shares) acquireRound(targets []*shareTarget, l fetchLimits, acq *shareA
 		}
 		if len(ranges) > 0 {
 			acq.ranges[t.tp()] = append(acq.ranges[t.tp()], ranges...)
-			acq.records[t.tp()] = append(acq.records[t.tp()], records...)
 			acq.bytes += len(records)
 			s.b.countFetched(t.topic, records)
+			if prev := acq.records[t.tp()]; len(prev) > 0 {
+				// Both may be slices of a mapped segment: join them in
+				// a new array, never by appending into the mapping.
+				records = append(append(make([]byte, 0, len(prev)+len(records)), prev...), records...)
+			}
+			acq.records[t.tp()] = records
 		}
 	}
 }
 
 // acquire reads one partition from its share-partition's next fetch
-// offset and acquires what it may of the read for the member.
-func (s *shares) acquire(t *shareTarget, l fetchLimits, budget int32) ([]sharepartition.AcquiredRange, []byte, int16) {
+// offset and acquires what it may of the read for the member. The records
+// may be a slice of the mapped log: release (non-nil when the read holds a
+// segment) must run once they are no longer used, that is once the
+// response is written.
+func (s *shares) acquire(t *shareTarget, l fetchLimits, budget int32) (ranges []sharepartition.AcquiredRange, records []byte, release func(), code int16) {
 	if !t.sp.CanAcquire() {
-		return nil, nil, 0
+		return nil, nil, nil, 0
 	}
 	from := t.sp.NextFetchOffset()
 	hw, _, logStart := t.part.Offsets()
 	from = max(from, logStart)
 	if from >= hw {
-		return nil, nil, 0
+		return nil, nil, nil, 0
 	}
 	res, err := t.part.ReadForConsumer(from, l.maxBytes, t.leaderEpoch, true)
 	if err != nil {
-		return nil, nil, errorCode(err)
-	}
-	if res.Release != nil {
-		defer res.Release()
+		return nil, nil, nil, errorCode(err)
 	}
 	batches := shareBatches(res.Data)
-	if len(batches) == 0 {
-		return nil, nil, 0
+	if len(batches) > 0 {
+		ranges, code = t.sp.Acquire(sharepartition.AcquireRequest{
+			Member: l.member, MaxRecords: budget, BatchSize: l.batchSize, Mode: l.mode, Batches: batches,
+			Aborted: shareAbortedTxns(t.part, batches[0].BaseOffset, batches[len(batches)-1].LastOffset),
+		})
 	}
-	ranges, code := t.sp.Acquire(sharepartition.AcquireRequest{
-		Member: l.member, MaxRecords: budget, BatchSize: l.batchSize, Mode: l.mode, Batches: batches,
-		Aborted: shareAbortedTxns(t.part, batches[0].BaseOffset, batches[len(batches)-1].LastOffset),
-	})
 	if code != 0 || len(ranges) == 0 {
-		return nil, nil, code
+		if res.Release != nil {
+			res.Release()
+		}
+		return nil, nil, nil, code
 	}
-	return ranges, acquiredBatches(res.Data, ranges), 0
+	return ranges, acquiredBatches(res.Data, ranges), res.Release, 0
 }
 
 // shareFetchAnswer builds a ShareFetch response: one entry per partition
@@ -312,8 +333,11 @@ func leaderEndpoints(b *Broker, view *metadataView, ids map[int32]bool, listener
 }
 
 // fetch serves a ShareFetch on the connection's writer: session,
-// acknowledgements, then acquisition (api_78_share_fetch.go).
-func (s *shares) fetch(ctx context.Context, req *protocol.Request, r *kmsg.ShareFetchRequest) kmsg.Response {
+// acknowledgements, then acquisition (api_78_share_fetch.go). The records
+// of the response may borrow mapped log segments: release, never nil, lets
+// them go once the response is written.
+func (s *shares) fetch(ctx context.Context, req *protocol.Request, r *kmsg.ShareFetchRequest) (_ kmsg.Response, release func()) {
+	release = func() {}
 	resp := r.ResponseKind().(*kmsg.ShareFetchResponse)
 	group, member := derefString(r.GroupID), derefString(r.MemberID)
 	if r.Version >= 1 {
@@ -324,31 +348,42 @@ func (s *shares) fetch(ctx context.Context, req *protocol.Request, r *kmsg.Share
 	fc, code := s.parts.Sessions().NewFetchContext(fr)
 	if code != 0 {
 		resp.ErrorCode = code
-		return resp
+		return resp, release
 	}
 	view := s.b.view()
 	ans := newShareFetchAnswer(resp)
-	s.acknowledgeAll(ctx, req, group, member, acks, r.Version >= 2 && r.IsRenewAck)
-	for _, a := range acks {
-		p := ans.part(a.tp)
-		p.AcknowledgeErrorCode = a.code
-		if a.code == kerr.NotLeaderForPartition.Code && a.leader.id >= 0 {
-			p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = a.leader.id, a.leader.epoch
-			ans.leaders[a.leader.id] = true
+	// The acknowledgements' transitions are made now; their state writes
+	// go on while this fetch acquires, and the response waits for both
+	// (Kafka's KafkaApis.handleShareFetchRequest).
+	waitAcks := s.startAcknowledgeAll(ctx, req, group, member, acks, r.Version >= 2 && r.IsRenewAck)
+	ackCodes := func() {
+		waitAcks()
+		for _, a := range acks {
+			p := ans.part(a.tp)
+			p.AcknowledgeErrorCode = a.code
+			if a.code == kerr.NotLeaderForPartition.Code && a.leader.id >= 0 {
+				p.CurrentLeader.LeaderID, p.CurrentLeader.LeaderEpoch = a.leader.id, a.leader.epoch
+				ans.leaders[a.leader.id] = true
+			}
 		}
+	}
+	if fc.Final || r.Version >= 2 && r.IsRenewAck {
+		ackCodes()
 	}
 	if fc.Final {
 		s.releaseClosed(ctx, key, fc.Closed)
 		ans.endpoints(s.b, view, req.Conn.Listener)
-		return resp
+		return resp, release
 	}
 	if r.Version >= 2 && r.IsRenewAck {
 		ans.endpoints(s.b, view, req.Conn.Listener)
-		return resp
+		return resp, release
 	}
 	targets := s.fetchTargets(ctx, req, view, group, fc.Partitions, ans)
 	limits, budget := shareFetchLimits(r, member)
 	acq, errs := s.acquireLoop(ctx, group, targets, limits, budget, r.ShareSessionEpoch)
+	release = acq.release
+	ackCodes()
 	for tp, code := range errs {
 		ans.fail(tp, code, noLeaderHint)
 	}
@@ -358,7 +393,7 @@ func (s *shares) fetch(ctx context.Context, req *protocol.Request, r *kmsg.Share
 	}
 	s.completeSession(fc, key, ans)
 	ans.endpoints(s.b, view, req.Conn.Listener)
-	return resp
+	return shareFetchBody(resp, acq.bytes), release
 }
 
 // fetchTargets resolves the session's partitions: the ones this broker

@@ -79,21 +79,44 @@ func isAbortMarker(batch []byte) bool {
 	return err == nil && t == record.ControlAbort
 }
 
-// acquiredBatches copies the batches of data that hold acquired records:
+// acquiredBatches returns the batches of data that hold acquired records:
 // the member gets whole batches and keeps the records of its ranges
-// (ranges ascending, as Acquire returns them).
+// (ranges ascending, as Acquire returns them). When those batches lie
+// next to each other in data (the usual case: an acquisition takes the
+// records from the next fetch offset on), the answer is a slice of data
+// itself, so the mapped log segment goes to the response without a copy
+// (the caller keeps the read's reference until the response is written);
+// batches with skipped ones between them are copied together.
 func acquiredBatches(data []byte, ranges []sharepartition.AcquiredRange) []byte {
 	var out []byte
+	first, end := -1, -1 // [first, end) of data while the batches are contiguous
+	pos := 0
 	it := record.Batches(data)
 	r := 0
 	for it.Next() && r < len(ranges) {
 		h := it.Header()
+		b := it.Batch()
+		at, next := pos, pos+len(b)
+		pos = next
 		for r < len(ranges) && ranges[r].LastOffset < h.BaseOffset {
 			r++
 		}
-		if r < len(ranges) && ranges[r].FirstOffset <= h.LastOffset() {
-			out = append(out, it.Batch()...)
+		if r >= len(ranges) || ranges[r].FirstOffset > h.LastOffset() {
+			continue
+		}
+		switch {
+		case out != nil:
+			out = append(out, b...)
+		case first < 0:
+			first, end = at, next
+		case end == at:
+			end = next
+		default: // a batch skipped between: copy from here on
+			out = append(append(make([]byte, 0, end-first+len(b)), data[first:end]...), b...)
 		}
 	}
-	return out
+	if out != nil || first < 0 {
+		return out
+	}
+	return data[first:end:end]
 }

@@ -54,29 +54,46 @@ type step struct {
 // (INVALID_RECORD_STATE), offsets past the end offset were never fetched
 // (INVALID_REQUEST), and every record must be Acquired by member and not
 // in a pending transition (INVALID_RECORD_STATE). It is a pure function of
-// the window.
-func planAcks(w *window, member string, batches []AckBatch, deliveryLimit int16) ([]step, int16) {
-	var steps []step
+// the window; the plan's steps are made as they are walked (ackPlan.each),
+// with nothing allocated per record.
+func planAcks(w *window, member string, batches []AckBatch, deliveryLimit int16) (ackPlan, int16) {
 	for _, b := range batches {
 		switch {
-		case len(w.recs) == 0 || b.FirstOffset < w.start:
-			return nil, kerr.InvalidRecordState.Code
+		case w.size() == 0 || b.FirstOffset < w.start:
+			return ackPlan{}, kerr.InvalidRecordState.Code
 		case b.LastOffset > w.end():
-			return nil, kerr.InvalidRequest.Code
+			return ackPlan{}, kerr.InvalidRequest.Code
 		}
 		for off := b.FirstOffset; off <= b.LastOffset; off++ {
 			r := w.at(off)
 			if r.state != Acquired || r.pending || r.member != member {
-				return nil, kerr.InvalidRecordState.Code
+				return ackPlan{}, kerr.InvalidRecordState.Code
 			}
+		}
+	}
+	return ackPlan{w: w, batches: batches, limit: deliveryLimit}, 0
+}
+
+// ackPlan is the validated acknowledgement of planAcks.
+type ackPlan struct {
+	w       *window
+	batches []AckBatch
+	limit   int16
+}
+
+// each calls fn with every step of the plan, in offset order, computed
+// from the window as planAcks saw it (fn may change the record of the
+// step it gets, not the later ones).
+func (pl ackPlan) each(fn func(step)) {
+	for _, b := range pl.batches {
+		for off := b.FirstOffset; off <= b.LastOffset; off++ {
 			t := b.Types[0]
 			if len(b.Types) > 1 {
 				t = b.Types[off-b.FirstOffset]
 			}
-			steps = append(steps, stepFor(off, t, r.deliveryCount, deliveryLimit))
+			fn(stepFor(off, t, pl.w.at(off).deliveryCount, pl.limit))
 		}
 	}
-	return steps, 0
 }
 
 // stepFor maps an acknowledgement type to a record transition (Kafka's
@@ -107,56 +124,77 @@ func stepFor(off int64, t AckType, count, limit int16) step {
 // coordinator's mapped error when the write fails. allowRenew is true for
 // requests with IsRenewAck (v2).
 func (p *Partition) Acknowledge(ctx context.Context, member string, batches []AckBatch, allowRenew bool) int16 {
+	return p.StartAcknowledge(member, batches, allowRenew)(ctx)
+}
+
+// StartAcknowledge is Acknowledge in two steps: the records make their
+// transitions (pending) before it returns, so that an acquisition that
+// follows sees them; the returned function writes them, if no write is in
+// flight, and waits for the outcome (the code Acknowledge returns).
+// ShareFetch acquires while its acknowledgements are written, as Kafka's
+// KafkaApis handles both at once.
+func (p *Partition) StartAcknowledge(member string, batches []AckBatch, allowRenew bool) (wait func(context.Context) int16) {
+	done := func(code int16) func(context.Context) int16 { return func(context.Context) int16 { return code } }
 	cfg := p.config()
 	if code := ValidateAckBatches(batches, allowRenew && cfg.RenewAcknowledge); code != 0 {
-		return code
+		return done(code)
 	}
 	p.mu.Lock()
 	if p.state != stateActive {
 		defer p.mu.Unlock()
-		return p.stateCodeLocked()
+		return done(p.stateCodeLocked())
 	}
-	steps, code := planAcks(&p.w, member, batches, cfg.DeliveryCountLimit)
+	plan, code := planAcks(&p.w, member, batches, cfg.DeliveryCountLimit)
 	if code != 0 {
 		p.mu.Unlock()
-		return code
+		return done(code)
 	}
 	pw := &pendingWrite{done: make(chan int16, 1)}
 	renewTo := p.opts.NowMs() + cfg.RecordLockDuration.Milliseconds()
-	for _, s := range steps {
+	plan.each(func(s step) {
 		r := p.w.at(s.off)
 		if s.renew {
 			r.lockExpiryMs = renewTo
-			continue
+			return
 		}
 		pw.add(s.off, r.state, s.to)
 		if s.reject {
 			pw.rejected++
 		}
 		r.transition(s.to, s.count)
-	}
-	return p.writeAndWait(ctx, pw) // only renewals: nothing to write
+	})
+	return p.queueWrite(pw) // only renewals: nothing to write
 }
 
 // writeAndWait queues pw (unless it is empty), runs the writer if no write
 // is in flight, and waits for pw's outcome. It unlocks p.mu.
 // Must be called with p.mu held.
 func (p *Partition) writeAndWait(ctx context.Context, pw *pendingWrite) int16 {
-	if len(pw.offsets) == 0 {
+	return p.queueWrite(pw)(ctx)
+}
+
+// queueWrite queues pw (unless it is empty) and returns what writes it
+// (when no write is in flight) and waits for its outcome. It unlocks
+// p.mu.
+// Must be called with p.mu held.
+func (p *Partition) queueWrite(pw *pendingWrite) func(context.Context) int16 {
+	if pw.count == 0 {
 		p.mu.Unlock()
-		return 0
+		return func(context.Context) int16 { return 0 }
 	}
 	writer := p.enqueueLocked(pw)
 	p.mu.Unlock()
-	if writer {
-		p.runWriter()
-	}
-	select {
-	case code := <-pw.done:
-		return code
-	case <-ctx.Done():
-		// The write goes on; its outcome is not this request's to report.
-		return kerr.RequestTimedOut.Code
+	return func(ctx context.Context) int16 {
+		if writer {
+			p.runWriter()
+		}
+		select {
+		case code := <-pw.done:
+			return code
+		case <-ctx.Done():
+			// The write goes on; its outcome is not this request's to report.
+			return kerr.RequestTimedOut.Code
+		}
 	}
 }
 

@@ -49,6 +49,7 @@ func (p *Partition) Acquire(req AcquireRequest) ([]AcquiredRange, int16) {
 	a := acquisition{
 		p: p, cfg: cfg, member: req.Member, remaining: req.MaxRecords,
 		limit: p.acquireLimit(cfg), expiry: p.opts.NowMs() + cfg.RecordLockDuration.Milliseconds(),
+		batchSize: req.BatchSize, mode: req.Mode,
 	}
 	aborted := abortedBatches(req.Batches, req.Aborted)
 	for i, b := range req.Batches {
@@ -58,9 +59,14 @@ func (p *Partition) Acquire(req AcquireRequest) ([]AcquiredRange, int16) {
 		a.batch(b, cfg.ReadCommitted && aborted[i], req.Mode)
 	}
 	p.w.advance()
-	p.armTimerLocked()
-	p.stats.acquired.Add(int64(len(a.offsets)))
-	return acquiredRanges(a.offsets, a.counts, req.BatchSize, req.Mode), 0
+	if a.acquired > 0 && (p.timerStop == nil || p.timerAtMs > a.expiry) {
+		// The timer, when armed, is for the earliest lock of the window
+		// (armTimerLocked), which these new locks cannot precede unless
+		// the clock went back.
+		p.armTimerLocked()
+	}
+	p.stats.acquired.Add(int64(a.acquired))
+	return a.ranges, 0
 }
 
 // acquisition is one Acquire in progress.
@@ -72,8 +78,10 @@ type acquisition struct {
 	limit     int64 // first offset that may not be acquired
 	expiry    int64
 	full      bool // the window reached its record locks
-	offsets   []int64
-	counts    []int16
+	batchSize int32
+	mode      AcquireMode
+	ranges    []AcquiredRange // what was acquired (appendAcquired)
+	acquired  int
 }
 
 // batch acquires what it may of one fetched batch. In RecordLimit mode it
@@ -104,8 +112,8 @@ func (a *acquisition) batch(b Batch, aborted bool, mode AcquireMode) {
 		checkTransition(Available, Acquired)
 		r.state, r.member, r.lockExpiryMs = Acquired, a.member, a.expiry
 		r.deliveryCount++
-		a.offsets = append(a.offsets, off)
-		a.counts = append(a.counts, r.deliveryCount)
+		a.ranges = appendAcquired(a.ranges, off, r.deliveryCount, a.batchSize, a.mode)
+		a.acquired++
 		a.remaining--
 	}
 }
@@ -116,7 +124,7 @@ func (a *acquisition) batch(b Batch, aborted bool, mode AcquireMode) {
 func (a *acquisition) extend(off int64) bool {
 	w := &a.p.w
 	for w.end() < off {
-		if int32(len(w.recs)) >= a.cfg.PartitionMaxRecordLocks {
+		if int32(w.size()) >= a.cfg.PartitionMaxRecordLocks {
 			return false
 		}
 		if w.end()+1 < off {
@@ -156,24 +164,20 @@ func abortedBatches(batches []Batch, aborted []AbortedTxn) []bool {
 	return out
 }
 
-// acquiredRanges turns acquired offsets (ascending) into ranges of equal
-// delivery count, split at batchSize records in BatchOptimized mode
-// (KIP-1206).
-func acquiredRanges(offsets []int64, counts []int16, batchSize int32, mode AcquireMode) []AcquiredRange {
-	var out []AcquiredRange
-	for i, off := range offsets {
-		if n := len(out); n > 0 {
-			last := &out[n-1]
-			size := last.LastOffset - last.FirstOffset + 1
-			split := mode == BatchOptimized && batchSize > 0 && size >= int64(batchSize)
-			if last.LastOffset+1 == off && last.DeliveryCount == counts[i] && !split {
-				last.LastOffset = off
-				continue
-			}
+// appendAcquired adds an acquired offset (above the ones before) to
+// ranges of equal delivery count, split at batchSize records in
+// BatchOptimized mode (KIP-1206).
+func appendAcquired(out []AcquiredRange, off int64, count int16, batchSize int32, mode AcquireMode) []AcquiredRange {
+	if n := len(out); n > 0 {
+		last := &out[n-1]
+		size := last.LastOffset - last.FirstOffset + 1
+		split := mode == BatchOptimized && batchSize > 0 && size >= int64(batchSize)
+		if last.LastOffset+1 == off && last.DeliveryCount == count && !split {
+			last.LastOffset = off
+			return out
 		}
-		ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
-		ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = off, off, counts[i]
-		out = append(out, ar)
 	}
-	return out
+	ar := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
+	ar.FirstOffset, ar.LastOffset, ar.DeliveryCount = off, off, count
+	return append(out, ar)
 }

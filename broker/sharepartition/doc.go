@@ -77,7 +77,9 @@
 //     ConnectionClosed.
 //   - api_78_share_fetch.go with share_fetch.go: the session
 //     (SessionCache.NewFetchContext), acknowledgements first
-//     (share_ack.go), then for each session partition this broker leads
+//     (share_ack.go: StartAcknowledge makes their transitions; their
+//     write goes on while the fetch acquires, and the response waits for
+//     it), then for each session partition this broker leads
 //     (else NOT_LEADER_OR_FOLLOWER with CurrentLeader and NodeEndpoints)
 //     the log read from NextFetchOffset (share_log.go; read_committed
 //     reads up to the LSO with the aborted transactions) and Acquire with

@@ -78,8 +78,8 @@ func checkInvariants(t *testing.T, i int, p *Partition, lastStart *int64) {
 		t.Fatalf("op %d: start offset moved back %d -> %d", i, *lastStart, p.w.start)
 	}
 	*lastStart = p.w.start
-	for j := range p.w.recs {
-		r := &p.w.recs[j]
+	for j := range p.w.size() {
+		r := p.w.rec(j)
 		if r.pending {
 			t.Fatalf("op %d: offset %d left pending", i, p.w.start+int64(j))
 		}
@@ -87,7 +87,7 @@ func checkInvariants(t *testing.T, i int, p *Partition, lastStart *int64) {
 			t.Fatalf("op %d: offset %d is %s held by %q", i, p.w.start+int64(j), r.state, r.member)
 		}
 	}
-	if len(p.w.recs) > 0 && p.w.recs[0].state.terminal() {
+	if p.w.size() > 0 && p.w.rec(0).state.terminal() {
 		t.Fatalf("op %d: start offset not advanced past a completed record", i)
 	}
 }

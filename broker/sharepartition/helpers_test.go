@@ -204,9 +204,9 @@ func rng(first, last int64, count int16) AcquiredRange {
 func states(p *Partition) []recordSnapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]recordSnapshot, len(p.w.recs))
-	for i := range p.w.recs {
-		out[i] = p.w.recs[i].snapshot()
+	out := make([]recordSnapshot, p.w.size())
+	for i := range p.w.size() {
+		out[i] = p.w.rec(i).snapshot()
 	}
 	return out
 }

@@ -16,8 +16,8 @@ import (
 // Must be called with p.mu held.
 func (p *Partition) armTimerLocked() {
 	earliest := int64(-1)
-	for i := range p.w.recs {
-		r := &p.w.recs[i]
+	for i := range p.w.size() {
+		r := p.w.rec(i)
 		if r.state == Acquired && !r.pending && (earliest < 0 || r.lockExpiryMs < earliest) {
 			earliest = r.lockExpiryMs
 		}
@@ -56,8 +56,8 @@ func (p *Partition) onLockTimer() {
 			r.transition(s.to, s.count)
 		}
 	}
-	p.stats.lockTimeouts.Add(int64(len(pw.offsets)))
-	writer := len(pw.offsets) > 0 && p.enqueueLocked(pw)
+	p.stats.lockTimeouts.Add(int64(pw.count))
+	writer := pw.count > 0 && p.enqueueLocked(pw)
 	p.armTimerLocked()
 	p.mu.Unlock()
 	if writer {
@@ -89,8 +89,8 @@ type Stats struct {
 func (p *Partition) Stats() Stats {
 	p.mu.Lock()
 	s := Stats{StartOffset: p.w.start, EndOffset: p.w.end()}
-	for i := range p.w.recs {
-		switch st := p.w.recs[i].state; {
+	for i := range p.w.size() {
+		switch st := p.w.rec(i).state; {
 		case st == Acquired:
 			s.Acquired++
 		case st == Available:

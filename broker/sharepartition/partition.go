@@ -261,7 +261,7 @@ func (p *Partition) CanAcquire() bool {
 	if next <= p.w.end() {
 		return true
 	}
-	return int64(len(p.w.recs)) < int64(cfg.PartitionMaxRecordLocks) && next < p.acquireLimit(cfg)
+	return int64(p.w.size()) < int64(cfg.PartitionMaxRecordLocks) && next < p.acquireLimit(cfg)
 }
 
 // WaitsOn reports whether an acquisition for member can only get records
@@ -276,8 +276,8 @@ func (p *Partition) WaitsOn(member string) bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i := range p.w.recs {
-		if r := &p.w.recs[i]; r.state == Acquired && r.member == member {
+	for i := range p.w.size() {
+		if r := p.w.rec(i); r.state == Acquired && r.member == member {
 			return true
 		}
 	}

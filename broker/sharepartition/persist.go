@@ -20,15 +20,28 @@ import (
 // pendingWrite is the transitions of one acknowledgement, release or lock
 // timeout, waiting for their write.
 type pendingWrite struct {
-	offsets []int64
-	done    chan int16 // nil: nobody waits (lock timeouts)
+	// ranges are the offsets of the transitions, ascending runs: a
+	// transition is per record, its bookkeeping per run of records.
+	ranges []offsetRange
+	count  int        // offsets in ranges
+	done   chan int16 // nil: nobody waits (lock timeouts)
 	// tallies for the metrics once committed (rejected: archived by a
 	// REJECT, counted in archived too)
 	accepted, released, archived, rejected int64
 }
 
+// offsetRange is the offsets first to last.
+type offsetRange struct{ first, last int64 }
+
+// add records the transition of off, which follows the offsets added
+// before.
 func (pw *pendingWrite) add(off int64, from, to RecordState) {
-	pw.offsets = append(pw.offsets, off)
+	if n := len(pw.ranges); n > 0 && pw.ranges[n-1].last+1 == off {
+		pw.ranges[n-1].last = off
+	} else {
+		pw.ranges = append(pw.ranges, offsetRange{off, off})
+	}
+	pw.count++
 	switch {
 	case to == Acknowledged:
 		pw.accepted++
@@ -131,30 +144,31 @@ func (p *Partition) writeRequestLocked(batch []*pendingWrite) *kmsg.WriteShareGr
 // stateBatches run-length encodes the tentative states of the batch's
 // offsets that are still in the window.
 func stateBatches(w *window, batch []*pendingWrite) []kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch {
-	seen := make(map[int64]bool)
-	var offs []int64
-	for _, pw := range batch {
-		for _, off := range pw.offsets {
-			if !seen[off] && w.contains(off) {
-				seen[off] = true
-				offs = append(offs, off)
-			}
+	ranges := batch[0].ranges
+	if len(batch) > 1 { // one transition's ranges ascend already
+		ranges = nil
+		for _, pw := range batch {
+			ranges = append(ranges, pw.ranges...)
 		}
+		slices.SortFunc(ranges, func(x, y offsetRange) int { return cmpOffset(x.first, y.first) })
 	}
-	slices.Sort(offs)
 	var out []kmsg.WriteShareGroupStateRequestTopicPartitionStateBatch
-	for _, off := range offs {
-		r := w.at(off)
-		if n := len(out); n > 0 {
-			last := &out[n-1]
-			if last.LastOffset+1 == off && last.DeliveryState == int8(r.state) && last.DeliveryCount == r.deliveryCount {
-				last.LastOffset = off
-				continue
+	next := w.start // offsets below are out of the window or written already
+	for _, rg := range ranges {
+		for off := max(rg.first, next); off <= min(rg.last, w.end()); off++ {
+			r := w.at(off)
+			if n := len(out); n > 0 {
+				last := &out[n-1]
+				if last.LastOffset+1 == off && last.DeliveryState == int8(r.state) && last.DeliveryCount == r.deliveryCount {
+					last.LastOffset = off
+					continue
+				}
 			}
+			sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
+			sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = off, off, int8(r.state), r.deliveryCount
+			out = append(out, sb)
 		}
-		sb := kmsg.NewWriteShareGroupStateRequestTopicPartitionStateBatch()
-		sb.FirstOffset, sb.LastOffset, sb.DeliveryState, sb.DeliveryCount = off, off, int8(r.state), r.deliveryCount
-		out = append(out, sb)
+		next = max(next, rg.last+1)
 	}
 	return out
 }
@@ -188,20 +202,10 @@ func (p *Partition) write(req *kmsg.WriteShareGroupStateRequest) int16 {
 // Must be called with p.mu held.
 func (p *Partition) finishLocked(batch []*pendingWrite, code int16) (released bool) {
 	for _, pw := range batch {
-		for _, off := range pw.offsets {
-			if !p.w.contains(off) {
-				continue
+		for _, rg := range pw.ranges {
+			for off := max(rg.first, p.w.start); off <= min(rg.last, p.w.end()); off++ {
+				p.finishRecordLocked(off, code, &released)
 			}
-			r := p.w.at(off)
-			if !r.pending {
-				continue
-			}
-			if code != 0 {
-				r.rollback()
-				continue
-			}
-			r.commit()
-			released = released || r.state == Available
 		}
 		if code == 0 {
 			p.stats.accepted.Add(pw.accepted)
@@ -217,6 +221,40 @@ func (p *Partition) finishLocked(batch []*pendingWrite, code int16) (released bo
 		}
 	}
 	moved := p.w.advance()
-	p.armTimerLocked()
+	if code != 0 || p.timerStop == nil {
+		// A rollback gives records their locks back, which may expire
+		// before the timer; commits only take locks away (a timer that
+		// finds nothing expired arms itself again).
+		p.armTimerLocked()
+	}
 	return released || moved
+}
+
+// finishRecordLocked commits (code 0) or rolls back the pending transition
+// of the record at off, setting released when it became Available.
+// Must be called with p.mu held.
+func (p *Partition) finishRecordLocked(off int64, code int16, released *bool) {
+	r := p.w.at(off)
+	if !r.pending {
+		return
+	}
+	if code != 0 {
+		r.rollback()
+	} else {
+		r.commit()
+	}
+	if r.state == Available {
+		p.w.lowerAvail(off)
+		*released = *released || code == 0
+	}
+}
+
+func cmpOffset(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
