@@ -163,10 +163,20 @@ func (o Options) StateTopic(brokers int) TopicSpec {
 	return TopicSpec{
 		Partitions:        o.NumPartitions,
 		ReplicationFactor: rf,
-		// Kafka's TransactionLog topic configs.
+		// Kafka's TransactionLog topic configs, and durable appends
+		// (flush.messages=1, issue 19): a state change is answered once
+		// every ISR member has it on disk. The coordinator's state must be
+		// at least as durable as the data it governs: with a durable data
+		// topic, a power loss of every broker kept the data of an open
+		// transaction but lost the Ongoing record that listed its
+		// partition, so no marker was ever written and read_committed
+		// stopped at its first offset for good (a hanging transaction).
+		// It costs a group-committed fsync per state change, a few per
+		// transaction.
 		Configs: map[string]string{
 			"cleanup.policy":                 "compact",
 			"compression.type":               "uncompressed",
+			"flush.messages":                 "1",
 			"min.insync.replicas":            strconv.Itoa(int(minISR)),
 			"segment.bytes":                  strconv.Itoa(int(o.SegmentBytes)),
 			"unclean.leader.election.enable": "false",
