@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -119,10 +120,24 @@ type decision struct {
 // allocated without the mutex and fn runs again with it.
 func (c *Coordinator) decide(ctx context.Context, e *entry, fn func(m *txnMetadata, newPID int64) decision) (decision, int16) {
 	newPID := noProducerID
+	var deadline time.Time
 	for {
 		e.mu.Lock()
 		d := fn(e.md, newPID)
+		completing := e.completing != nil
 		e.mu.Unlock()
+		if d.code == codeConcurrentTransactions && completing && c.opts.CompletionWait > 0 {
+			// The previous transaction is writing its markers: wait for
+			// it rather than have the client retry (Kafka's leaders retry
+			// a produce's verification for as long, every
+			// add.partitions.to.txn.retry.backoff.ms).
+			if deadline.IsZero() {
+				deadline = c.opts.Now().Add(c.opts.CompletionWait)
+			}
+			if c.awaitCompletion(ctx, e, deadline) {
+				continue
+			}
+		}
 		switch {
 		case d.internal != nil:
 			c.log.Error("txn: illegal transition", "transactionalId", e.md.id, "err", d.internal)
