@@ -257,7 +257,7 @@ func TestDecideAddPartitions(t *testing.T) {
 // and fails the batches pipelined behind). Past CompletionWait the client
 // gets CONCURRENT_TRANSACTIONS as before.
 func TestCompletionWait(t *testing.T) {
-	h := newHarness(t, &Options{CompletionWait: time.Second})
+	h := newHarness(t, &Options{ConcurrentWait: time.Second})
 	pid, epoch := h.mustInit("t")
 	allZero(t, h.broker("t", pid, epoch, false, tp0))
 	add := func(epoch int16) chan map[TopicPartition]int16 {
@@ -265,7 +265,7 @@ func TestCompletionWait(t *testing.T) {
 		go func() { got <- h.broker("t", pid, epoch, false, tp1) }()
 		return got
 	}
-	waits := func(n int64) func() bool { return func() bool { return h.c.Stats().CompletionWaits == n } }
+	waits := func(n int64) func() bool { return func() bool { return h.c.Stats().ConcurrentWaits == n } }
 
 	release := h.holdMarkers()
 	_, next, code := h.endV(5, "t", pid, epoch, true)
@@ -297,5 +297,33 @@ func TestCompletionWait(t *testing.T) {
 	h.clock.Advance(time.Second)
 	if codes := <-got; codes[tp1] != codeConcurrentTransactions {
 		t.Fatalf("past the wait: %v", codes)
+	}
+}
+
+// TestConcurrentAddsWait: under transaction version 2 the leaders of a
+// transaction's partitions add them at once; with ConcurrentWait an add
+// that meets another's state write in flight waits for it and then adds
+// its partition, rather than answer CONCURRENT_TRANSACTIONS.
+func TestConcurrentAddsWait(t *testing.T) {
+	h := newHarness(t, &Options{ConcurrentWait: time.Second})
+	pid, epoch := h.mustInit("t")
+	l := h.logOf("t")
+	hold := make(chan struct{})
+	l.mu.Lock()
+	l.hold = hold
+	l.mu.Unlock()
+	first, second := make(chan map[TopicPartition]int16, 1), make(chan map[TopicPartition]int16, 1)
+	go func() { first <- h.broker("t", pid, epoch, false, tp0) }()
+	waitFor(t, h.clock, 0, "the first add's write", func() bool { return h.metadataOf("t").pending != nil })
+	go func() { second <- h.broker("t", pid, epoch, false, tp1) }()
+	waitFor(t, h.clock, 0, "the second add to wait", func() bool { return h.c.Stats().ConcurrentWaits == 1 })
+	l.mu.Lock()
+	l.hold = nil
+	l.mu.Unlock()
+	close(hold)
+	allZero(t, <-first)
+	allZero(t, <-second)
+	if md := h.metadataOf("t"); md.state != Ongoing || len(md.partitions) != 2 {
+		t.Fatalf("after both adds: %v %v", md.state, md.partitions)
 	}
 }

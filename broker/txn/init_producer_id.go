@@ -124,17 +124,20 @@ func (c *Coordinator) decide(ctx context.Context, e *entry, fn func(m *txnMetada
 	for {
 		e.mu.Lock()
 		d := fn(e.md, newPID)
-		completing := e.completing != nil
+		var settled chan struct{}
+		if d.code == codeConcurrentTransactions && e.md.pendingInProgress() && c.opts.ConcurrentWait > 0 {
+			settled = e.settledLocked()
+		}
 		e.mu.Unlock()
-		if d.code == codeConcurrentTransactions && completing && c.opts.CompletionWait > 0 {
-			// The previous transaction is writing its markers: wait for
-			// it rather than have the client retry (Kafka's leaders retry
-			// a produce's verification for as long, every
-			// add.partitions.to.txn.retry.backoff.ms).
+		if settled != nil {
+			// A state write or the previous transaction's markers are in
+			// flight: wait for them rather than have the client back off
+			// and retry (Kafka's leaders retry a produce's verification
+			// every add.partitions.to.txn.retry.backoff.ms for a while).
 			if deadline.IsZero() {
-				deadline = c.opts.Now().Add(c.opts.CompletionWait)
+				deadline = c.opts.Now().Add(c.opts.ConcurrentWait)
 			}
-			if c.awaitCompletion(ctx, e, deadline) {
+			if c.awaitSettled(ctx, e, settled, deadline) {
 				continue
 			}
 		}

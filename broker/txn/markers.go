@@ -14,11 +14,10 @@ import (
 
 // completion is one transaction being completed.
 type completion struct {
-	e       *entry
-	marker  Marker
-	done    *txnState // the pending CompleteX
-	settled chan struct{}
-	start   time.Time
+	e      *entry
+	marker Marker
+	done   *txnState // the pending CompleteX
+	start  time.Time
 }
 
 // prepareCompletion prepares CompleteX for e's PrepareX transaction and the
@@ -30,28 +29,19 @@ func (c *Coordinator) prepareCompletion(e *entry, nowMs int64) *completion {
 		c.log.Error("txn: cannot complete transaction", "transactionalId", m.id, "err", err)
 		return nil
 	}
-	if e.completing == nil {
-		e.completing = make(chan struct{})
-	}
-	return &completion{e: e, done: done, settled: e.completing, start: c.opts.Now(), marker: Marker{
+	return &completion{e: e, done: done, start: c.opts.Now(), marker: Marker{
 		ProducerID: m.producerID, ProducerEpoch: m.producerEpoch, CoordinatorEpoch: e.s.epoch,
 		Commit: m.state == PrepareCommit, TransactionVersion: m.clientVersion, Partitions: m.sortedPartitions(),
 	}}
 }
 
-// settle wakes the requests waiting for the completion (awaitCompletion).
-// The caller holds comp.e.mu.
-func (comp *completion) settleLocked() {
-	if comp.e.completing == comp.settled {
-		comp.e.completing = nil
-		close(comp.settled)
-	}
-}
-
+// settle wakes the requests waiting for the completion (awaitSettled):
+// one that stopped leaves CompleteX pending, to a new producer or
+// coordinator, and they answer CONCURRENT_TRANSACTIONS.
 func (comp *completion) settle() {
 	comp.e.mu.Lock()
 	defer comp.e.mu.Unlock()
-	comp.settleLocked()
+	comp.e.wakeLocked()
 }
 
 // beginCompletionLocked prepares the completion of e and starts it.
@@ -59,7 +49,7 @@ func (comp *completion) settle() {
 func (c *Coordinator) beginCompletionLocked(e *entry, nowMs int64) *completion {
 	comp := c.prepareCompletion(e, nowMs)
 	if comp != nil && !c.spawnLocked(e.s, comp.run(c)) {
-		comp.settleLocked()
+		e.wakeLocked()
 	}
 	return comp
 }
@@ -68,7 +58,7 @@ func (c *Coordinator) beginCompletionLocked(e *entry, nowMs int64) *completion {
 func (c *Coordinator) beginCompletion(e *entry, nowMs int64) *completion {
 	comp := c.prepareCompletion(e, nowMs)
 	if comp != nil && !c.spawn(e.s, comp.run(c)) {
-		comp.settleLocked()
+		e.wakeLocked()
 	}
 	return comp
 }
@@ -173,16 +163,12 @@ func (comp *completion) writeCompletion(c *Coordinator) bool {
 	}
 }
 
-// awaitCompletion waits until the completion running for e ends, the
-// deadline passes, ctx ends or the partition is unloaded; true if the
-// completion ended (the caller decides again), false if there was none to
-// wait for or the wait ended otherwise.
-func (c *Coordinator) awaitCompletion(ctx context.Context, e *entry, deadline time.Time) bool {
-	e.mu.Lock()
-	ch := e.completing
-	e.mu.Unlock()
+// awaitSettled waits until settled is closed (the pending transition the
+// caller met ended), the deadline passes, ctx ends or the partition is
+// unloaded; true if it was closed (the caller decides again).
+func (c *Coordinator) awaitSettled(ctx context.Context, e *entry, settled chan struct{}, deadline time.Time) bool {
 	d := deadline.Sub(c.opts.Now())
-	if ch == nil || d <= 0 {
+	if d <= 0 {
 		return false
 	}
 	c.stats.waits.Add(1)
@@ -190,7 +176,7 @@ func (c *Coordinator) awaitCompletion(ctx context.Context, e *entry, deadline ti
 	stop := c.opts.AfterFunc(d, func() { close(fired) })
 	defer stop()
 	select {
-	case <-ch:
+	case <-settled:
 		return true
 	case <-fired:
 	case <-ctx.Done():

@@ -72,14 +72,16 @@ type Options struct {
 	AbortTimedOutInterval time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms (10s)
 	RemoveExpiredInterval time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms (1h)
 	MarkerRetryBackoff    time.Duration // between marker and completion retries (retry.backoff.ms, 100ms)
-	// CompletionWait is how long a request that meets its id's previous
-	// transaction still completing (markers in flight: it would get
-	// CONCURRENT_TRANSACTIONS) waits for the completion before it is
-	// answered; zero does not wait (Kafka). The broker sets
-	// transaction.completion.wait.ms: a transaction version 2 producer's
-	// first produce of its next transaction meets the previous one's
-	// markers, and the client's backoff after the error costs more.
-	CompletionWait time.Duration
+	// ConcurrentWait is how long a request that meets a pending
+	// transition of its id (a state write in flight, the previous
+	// transaction's markers: it would get CONCURRENT_TRANSACTIONS) waits
+	// for it to end before it is answered; zero does not wait (Kafka).
+	// The broker sets transaction.concurrent.wait.ms: under transaction
+	// version 2 the leaders of a transaction's partitions add them at once
+	// (all but the first meet its write) and a producer's first produce
+	// of its next transaction meets the previous one's markers, and the
+	// client's backoff after the error costs more than the wait.
+	ConcurrentWait time.Duration
 
 	// TransactionVersion gives the cluster's finalized transaction.version
 	// (nil: 2), read at every write: at level 0 the coordinator writes
