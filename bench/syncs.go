@@ -18,11 +18,28 @@ import (
 // syncCounts are the brokers' storage sync counters, summed.
 type syncCounts struct {
 	DataSyncs, DirSyncs, Rounds, LogFlushes float64
+	// Events are the error codes the brokers answered and the
+	// transactions they committed (kbroker_request_errors_total,
+	// kbroker_transactions_committed_total), by series: a transactional
+	// run's retries per transaction.
+	Events map[string]float64 `json:",omitempty"`
 }
 
 func (a syncCounts) minus(b syncCounts) syncCounts {
-	return syncCounts{a.DataSyncs - b.DataSyncs, a.DirSyncs - b.DirSyncs, a.Rounds - b.Rounds, a.LogFlushes - b.LogFlushes}
+	d := syncCounts{a.DataSyncs - b.DataSyncs, a.DirSyncs - b.DirSyncs, a.Rounds - b.Rounds, a.LogFlushes - b.LogFlushes, nil}
+	for k, v := range a.Events {
+		if v -= b.Events[k]; v != 0 {
+			if d.Events == nil {
+				d.Events = map[string]float64{}
+			}
+			d.Events[k] = v
+		}
+	}
+	return d
 }
+
+// eventPrefixes are the series scraped into Events.
+var eventPrefixes = []string{"kbroker_request_errors_total{", "kbroker_transactions_"}
 
 // syncMetrics maps the exported series to the fields they add to.
 var syncMetrics = map[string]func(*syncCounts) *float64{
@@ -40,7 +57,14 @@ func scrapeSyncs(ctx context.Context, addrs []string) (syncCounts, error) {
 		if err != nil {
 			return syncCounts{}, err
 		}
-		sum = syncCounts{sum.DataSyncs + c.DataSyncs, sum.DirSyncs + c.DirSyncs, sum.Rounds + c.Rounds, sum.LogFlushes + c.LogFlushes}
+		events := sum.Events
+		for k, v := range c.Events {
+			if events == nil {
+				events = map[string]float64{}
+			}
+			events[k] += v
+		}
+		sum = syncCounts{sum.DataSyncs + c.DataSyncs, sum.DirSyncs + c.DirSyncs, sum.Rounds + c.Rounds, sum.LogFlushes + c.LogFlushes, events}
 	}
 	return sum, nil
 }
@@ -62,8 +86,21 @@ func scrapeOne(ctx context.Context, addr string) (syncCounts, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")
+		if !ok {
+			continue
+		}
 		field := syncMetrics[name]
-		if !ok || field == nil {
+		if field == nil {
+			for _, p := range eventPrefixes {
+				if strings.HasPrefix(name, p) {
+					if v, err := strconv.ParseFloat(value, 64); err == nil {
+						if c.Events == nil {
+							c.Events = map[string]float64{}
+						}
+						c.Events[name] = v
+					}
+				}
+			}
 			continue
 		}
 		if v, err := strconv.ParseFloat(value, 64); err == nil {
