@@ -473,6 +473,9 @@ func (s *suite) runOne(ctx context.Context, st *stage, name string, rr runRecord
 		var end syncCounts
 		if end, syncsErr = scrapeSyncs(ctx, c.metrics); syncsErr == nil {
 			res.Syncs = end.minus(syncsAtStart)
+			if len(res.Syncs.Events) > 0 {
+				s.logf("%s %s: answered during the timed part: %v", name, rr.Target, res.Syncs.Events)
+			}
 		}
 	}
 	if syncsErr != nil {

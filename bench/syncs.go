@@ -26,17 +26,43 @@ type syncCounts struct {
 	// ShareFetchSeconds is the ShareFetch requests' time from arrival to
 	// response written, summed.
 	ShareFetchSeconds float64
+	// Events are the error codes the brokers answered and the
+	// transactions they committed (kbroker_request_errors_total,
+	// kbroker_transactions_committed_total), by series: a transactional
+	// run's retries per transaction.
+	Events map[string]float64 `json:",omitempty"`
 }
 
 func (a syncCounts) minus(b syncCounts) syncCounts {
-	return syncCounts{a.DataSyncs - b.DataSyncs, a.DirSyncs - b.DirSyncs, a.Rounds - b.Rounds, a.LogFlushes - b.LogFlushes,
-		a.ShareFetches - b.ShareFetches, a.ShareAcks - b.ShareAcks, a.StateRecords - b.StateRecords, a.ShareFetchSeconds - b.ShareFetchSeconds}
+	d := syncCounts{a.DataSyncs - b.DataSyncs, a.DirSyncs - b.DirSyncs, a.Rounds - b.Rounds, a.LogFlushes - b.LogFlushes,
+		a.ShareFetches - b.ShareFetches, a.ShareAcks - b.ShareAcks, a.StateRecords - b.StateRecords, a.ShareFetchSeconds - b.ShareFetchSeconds, nil}
+	for k, v := range a.Events {
+		if v -= b.Events[k]; v != 0 {
+			if d.Events == nil {
+				d.Events = map[string]float64{}
+			}
+			d.Events[k] = v
+		}
+	}
+	return d
 }
 
 func (a syncCounts) plus(b syncCounts) syncCounts {
-	return syncCounts{a.DataSyncs + b.DataSyncs, a.DirSyncs + b.DirSyncs, a.Rounds + b.Rounds, a.LogFlushes + b.LogFlushes,
-		a.ShareFetches + b.ShareFetches, a.ShareAcks + b.ShareAcks, a.StateRecords + b.StateRecords, a.ShareFetchSeconds + b.ShareFetchSeconds}
+	s := syncCounts{a.DataSyncs + b.DataSyncs, a.DirSyncs + b.DirSyncs, a.Rounds + b.Rounds, a.LogFlushes + b.LogFlushes,
+		a.ShareFetches + b.ShareFetches, a.ShareAcks + b.ShareAcks, a.StateRecords + b.StateRecords, a.ShareFetchSeconds + b.ShareFetchSeconds, nil}
+	for _, events := range []map[string]float64{a.Events, b.Events} {
+		for k, v := range events {
+			if s.Events == nil {
+				s.Events = map[string]float64{}
+			}
+			s.Events[k] += v
+		}
+	}
+	return s
 }
+
+// eventPrefixes are the series scraped into Events.
+var eventPrefixes = []string{"kbroker_request_errors_total{", "kbroker_transactions_"}
 
 // syncMetrics maps the exported series to the fields they add to.
 var syncMetrics = map[string]func(*syncCounts) *float64{
@@ -95,6 +121,14 @@ func scrapeOne(ctx context.Context, addr string) (syncCounts, error) {
 		if field := syncMetrics[name]; field != nil {
 			*field(&c) = v
 			continue
+		}
+		for _, p := range eventPrefixes {
+			if strings.HasPrefix(name, p) {
+				if c.Events == nil {
+					c.Events = map[string]float64{}
+				}
+				c.Events[name] = v
+			}
 		}
 		if strings.HasPrefix(name, "kbroker_request") {
 			for prefix, field := range requestMetrics {

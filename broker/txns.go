@@ -54,6 +54,7 @@ func newTxns(b *Broker) *txns {
 		IDExpiration:          cfg.TransactionalIDExpiration,
 		AbortTimedOutInterval: cfg.TransactionAbortTimedOutCleanupInterval,
 		RemoveExpiredInterval: cfg.TransactionRemoveExpiredCleanupInterval,
+		ConcurrentWait:        cfg.TransactionConcurrentWait,
 		OffsetsPartitionFor:   func(g string) int32 { return group.PartitionFor(g, cfg.OffsetsTopicNumPartitions) },
 		TopicPartitions: func(topic string) (int32, bool) {
 			tp, ok := b.view().img.Topics[topic]

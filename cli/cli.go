@@ -46,12 +46,12 @@ func (e *UsageError) Unwrap() error { return e.Err }
 func usagef(format string, args ...any) error { return &UsageError{fmt.Errorf(format, args...)} }
 
 // Commands returns the admin commands of the kbroker binary: topic, group,
-// cluster, produce, consume, reassign, acl, user and completion. environ is the
+// cluster, produce, consume, reassign, acl, user, transactions and completion. environ is the
 // process environment (KBROKER_BROKERS, KBROKER_PROFILE, HOME).
 func Commands(environ []string) []*cobra.Command {
 	g := &globals{environ: environ}
 	cmds := []*cobra.Command{g.topicCmd(), g.groupCmd(), g.clusterCmd(), g.produceCmd(), g.consumeCmd(), g.reassignCmd(),
-		g.aclCmd(), g.userCmd()}
+		g.aclCmd(), g.userCmd(), g.transactionsCmd()}
 	for _, c := range cmds {
 		g.addConnFlags(c)
 		c.SetFlagErrorFunc(flagError)

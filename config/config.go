@@ -203,6 +203,7 @@ type Config struct {
 	TransactionRemoveExpiredCleanupInterval time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
 	AddPartitionsToTxnRetryBackoff          time.Duration // add.partitions.to.txn.retry.backoff.ms
 	AddPartitionsToTxnRetryBackoffMax       time.Duration // add.partitions.to.txn.retry.backoff.max.ms
+	TransactionConcurrentWait               time.Duration // transaction.concurrent.wait.ms (kbroker key)
 
 	// Connections and operations.
 

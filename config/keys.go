@@ -590,6 +590,14 @@ var keyTable = []Key{
 	{Name: "add.partitions.to.txn.retry.backoff.max.ms", Type: TypeInt, Default: "100", check: atLeast(0),
 		field: func(c *Config) any { return &c.AddPartitionsToTxnRetryBackoffMax },
 		Doc:   "How long in all a partition leader retries adding a partition before it answers CONCURRENT_TRANSACTIONS."},
+	{Name: "transaction.concurrent.wait.ms", Type: TypeInt, Default: "5000", check: atLeast(0),
+		field: func(c *Config) any { return &c.TransactionConcurrentWait },
+		Doc: "How long the transaction coordinator holds a request that meets a state change of its transactional id in flight " +
+			"(another leader's add of a partition to the same transaction, the previous transaction's markers: a transaction version 2 producer's " +
+			"first produces of each transaction) before it answers CONCURRENT_TRANSACTIONS; the request goes on as soon as the change is written. " +
+			"Kafka answers at once and its leaders retry a produce's verification for add.partitions.to.txn.retry.backoff.max.ms, but a client that " +
+			"gets the error backs off (franz-go 250 ms and more, and fails the batches pipelined behind it), which costs more than the wait; " +
+			"0 answers at once (kbroker key)."},
 
 	// Connections and operations.
 	{Name: "socket.request.max.bytes", Type: TypeInt, Default: "104857600", check: atLeast(1),

@@ -2,6 +2,7 @@ package txn
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -245,5 +246,84 @@ func TestDecideAddPartitions(t *testing.T) {
 		if d.code != tc.want || (d.t != nil) != tc.writes || (d.internal != nil) != tc.illegal {
 			t.Errorf("%v pending=%v: %+v", tc.state, tc.pending, d)
 		}
+	}
+}
+
+// TestCompletionWait: under transaction version 2 a producer's first
+// produce of its next transaction meets the previous one's markers still
+// being written; with CompletionWait the coordinator holds the add until
+// the completion ends and then adds the partition, rather than answer
+// CONCURRENT_TRANSACTIONS (franz-go backs off 250 ms and more after it,
+// and fails the batches pipelined behind). Past CompletionWait the client
+// gets CONCURRENT_TRANSACTIONS as before.
+func TestCompletionWait(t *testing.T) {
+	h := newHarness(t, &Options{ConcurrentWait: time.Second})
+	pid, epoch := h.mustInit("t")
+	allZero(t, h.broker("t", pid, epoch, false, tp0))
+	add := func(epoch int16) chan map[TopicPartition]int16 {
+		got := make(chan map[TopicPartition]int16, 1)
+		go func() { got <- h.broker("t", pid, epoch, false, tp1) }()
+		return got
+	}
+	waits := func(n int64) func() bool { return func() bool { return h.c.Stats().ConcurrentWaits == n } }
+
+	release := h.holdMarkers()
+	_, next, code := h.endV(5, "t", pid, epoch, true)
+	if code != 0 || next != epoch+1 {
+		t.Fatalf("commit: epoch %d, code %d", next, code)
+	}
+	got := add(next)
+	waitFor(t, h.clock, 0, "the add to wait for the completion", waits(1))
+	select {
+	case codes := <-got:
+		t.Fatalf("answered while the markers are written: %v", codes)
+	default:
+	}
+	release()
+	allZero(t, <-got)
+	if md := h.metadataOf("t"); md.state != Ongoing || len(md.partitions) != 1 {
+		t.Fatalf("after the wait: %v %v", md.state, md.partitions)
+	}
+
+	// Markers that take longer than CompletionWait: the client gets
+	// CONCURRENT_TRANSACTIONS once it passed.
+	release = h.holdMarkers()
+	defer release()
+	if _, next, code = h.endV(5, "t", pid, next, true); code != 0 {
+		t.Fatalf("second commit: %d", code)
+	}
+	got = add(next)
+	waitFor(t, h.clock, 0, "the second add to wait", waits(2))
+	h.clock.Advance(time.Second)
+	if codes := <-got; codes[tp1] != codeConcurrentTransactions {
+		t.Fatalf("past the wait: %v", codes)
+	}
+}
+
+// TestConcurrentAddsWait: under transaction version 2 the leaders of a
+// transaction's partitions add them at once; with ConcurrentWait an add
+// that meets another's state write in flight waits for it and then adds
+// its partition, rather than answer CONCURRENT_TRANSACTIONS.
+func TestConcurrentAddsWait(t *testing.T) {
+	h := newHarness(t, &Options{ConcurrentWait: time.Second})
+	pid, epoch := h.mustInit("t")
+	l := h.logOf("t")
+	hold := make(chan struct{})
+	l.mu.Lock()
+	l.hold = hold
+	l.mu.Unlock()
+	first, second := make(chan map[TopicPartition]int16, 1), make(chan map[TopicPartition]int16, 1)
+	go func() { first <- h.broker("t", pid, epoch, false, tp0) }()
+	waitFor(t, h.clock, 0, "the first add's write", func() bool { return h.metadataOf("t").pending != nil })
+	go func() { second <- h.broker("t", pid, epoch, false, tp1) }()
+	waitFor(t, h.clock, 0, "the second add to wait", func() bool { return h.c.Stats().ConcurrentWaits == 1 })
+	l.mu.Lock()
+	l.hold = nil
+	l.mu.Unlock()
+	close(hold)
+	allZero(t, <-first)
+	allZero(t, <-second)
+	if md := h.metadataOf("t"); md.state != Ongoing || len(md.partitions) != 2 {
+		t.Fatalf("after both adds: %v %v", md.state, md.partitions)
 	}
 }

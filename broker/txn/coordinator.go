@@ -72,22 +72,57 @@ type entry struct {
 	s  *shard // immutable
 	mu sync.Mutex
 	md *txnMetadata // guarded by mu
+	// settled, when not nil, is closed at the next end of a pending
+	// transition (its write committed or failed, a completion stopped):
+	// requests that met it wait on it (awaitSettled). Guarded by mu.
+	settled chan struct{}
+}
+
+// settledLocked returns the channel closed when md's pending transition
+// ends. The caller holds e.mu.
+func (e *entry) settledLocked() chan struct{} {
+	if e.settled == nil {
+		e.settled = make(chan struct{})
+	}
+	return e.settled
+}
+
+// wakeLocked wakes the requests waiting for the pending transition. The
+// caller holds e.mu.
+func (e *entry) wakeLocked() {
+	if e.settled != nil {
+		close(e.settled)
+		e.settled = nil
+	}
 }
 
 type stats struct {
 	commits, aborts, timedOut, fenced, expired atomic.Int64
+	// completions: their count and time in nanoseconds, from PrepareX
+	// committed to the markers written and to CompleteX committed.
+	completions, markerNanos, completionNanos atomic.Int64
+	// waits: requests that met a pending transition and waited for it.
+	waits atomic.Int64
 }
 
 // Stats are the coordinator's counters since it started.
 type Stats struct {
-	Open          int   // transactions Ongoing or completing on led partitions
-	Commits       int64 // transactions committed (CompleteCommit written)
-	Aborts        int64 // transactions aborted, timed out ones included
-	TimedOut      int64 // transactions aborted by their timeout
-	Fenced        int64 // producers fenced by InitProducerId or a timeout
-	ExpiredIDs    int64 // transactional ids expired (tombstones written)
-	Partitions    int   // __transaction_state partitions served
-	Transactional int   // transactional ids known
+	Open       int   // transactions Ongoing or completing on led partitions
+	Commits    int64 // transactions committed (CompleteCommit written)
+	Aborts     int64 // transactions aborted, timed out ones included
+	TimedOut   int64 // transactions aborted by their timeout
+	Fenced     int64 // producers fenced by InitProducerId or a timeout
+	ExpiredIDs int64 // transactional ids expired (tombstones written)
+	// Completions counts the transactions completed (CompleteX committed);
+	// MarkersTime and CompletionTime sum, over them, the time from
+	// PrepareX committed to every marker written and to CompleteX
+	// committed. ConcurrentWaits counts the requests that met a pending
+	// transition (a state write, a completion) and waited for it rather
+	// than answer CONCURRENT_TRANSACTIONS at once.
+	Completions, ConcurrentWaits int64
+	MarkersTime, CompletionTime  time.Duration
+	Partitions                   int // __transaction_state partitions served
+	Transactional                int // transactional ids known
 }
 
 // NewCoordinator returns a coordinator that leads no partition yet. markers
@@ -328,6 +363,8 @@ func (c *Coordinator) Stats() Stats {
 	st := Stats{
 		Commits: c.stats.commits.Load(), Aborts: c.stats.aborts.Load(), TimedOut: c.stats.timedOut.Load(),
 		Fenced: c.stats.fenced.Load(), ExpiredIDs: c.stats.expired.Load(), Transactional: len(entries),
+		Completions: c.stats.completions.Load(), ConcurrentWaits: c.stats.waits.Load(),
+		MarkersTime: time.Duration(c.stats.markerNanos.Load()), CompletionTime: time.Duration(c.stats.completionNanos.Load()),
 	}
 	for _, e := range entries {
 		e.mu.Lock()

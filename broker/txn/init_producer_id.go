@@ -2,6 +2,7 @@ package txn
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -119,10 +120,27 @@ type decision struct {
 // allocated without the mutex and fn runs again with it.
 func (c *Coordinator) decide(ctx context.Context, e *entry, fn func(m *txnMetadata, newPID int64) decision) (decision, int16) {
 	newPID := noProducerID
+	var deadline time.Time
 	for {
 		e.mu.Lock()
 		d := fn(e.md, newPID)
+		var settled chan struct{}
+		if d.code == codeConcurrentTransactions && e.md.pendingInProgress() && c.opts.ConcurrentWait > 0 {
+			settled = e.settledLocked()
+		}
 		e.mu.Unlock()
+		if settled != nil {
+			// A state write or the previous transaction's markers are in
+			// flight: wait for them rather than have the client back off
+			// and retry (Kafka's leaders retry a produce's verification
+			// every add.partitions.to.txn.retry.backoff.ms for a while).
+			if deadline.IsZero() {
+				deadline = c.opts.Now().Add(c.opts.ConcurrentWait)
+			}
+			if c.awaitSettled(ctx, e, settled, deadline) {
+				continue
+			}
+		}
 		switch {
 		case d.internal != nil:
 			c.log.Error("txn: illegal transition", "transactionalId", e.md.id, "err", d.internal)

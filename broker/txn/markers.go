@@ -17,6 +17,7 @@ type completion struct {
 	e      *entry
 	marker Marker
 	done   *txnState // the pending CompleteX
+	start  time.Time
 }
 
 // prepareCompletion prepares CompleteX for e's PrepareX transaction and the
@@ -28,18 +29,27 @@ func (c *Coordinator) prepareCompletion(e *entry, nowMs int64) *completion {
 		c.log.Error("txn: cannot complete transaction", "transactionalId", m.id, "err", err)
 		return nil
 	}
-	return &completion{e: e, done: done, marker: Marker{
+	return &completion{e: e, done: done, start: c.opts.Now(), marker: Marker{
 		ProducerID: m.producerID, ProducerEpoch: m.producerEpoch, CoordinatorEpoch: e.s.epoch,
 		Commit: m.state == PrepareCommit, TransactionVersion: m.clientVersion, Partitions: m.sortedPartitions(),
 	}}
+}
+
+// settle wakes the requests waiting for the completion (awaitSettled):
+// one that stopped leaves CompleteX pending, to a new producer or
+// coordinator, and they answer CONCURRENT_TRANSACTIONS.
+func (comp *completion) settle() {
+	comp.e.mu.Lock()
+	defer comp.e.mu.Unlock()
+	comp.e.wakeLocked()
 }
 
 // beginCompletionLocked prepares the completion of e and starts it.
 // Must be called with c.mu held (at load, before e is visible).
 func (c *Coordinator) beginCompletionLocked(e *entry, nowMs int64) *completion {
 	comp := c.prepareCompletion(e, nowMs)
-	if comp != nil {
-		c.spawnLocked(e.s, comp.run(c))
+	if comp != nil && !c.spawnLocked(e.s, comp.run(c)) {
+		e.wakeLocked()
 	}
 	return comp
 }
@@ -47,8 +57,8 @@ func (c *Coordinator) beginCompletionLocked(e *entry, nowMs int64) *completion {
 // beginCompletion is beginCompletionLocked for a caller that holds e.mu.
 func (c *Coordinator) beginCompletion(e *entry, nowMs int64) *completion {
 	comp := c.prepareCompletion(e, nowMs)
-	if comp != nil {
-		c.spawn(e.s, comp.run(c))
+	if comp != nil && !c.spawn(e.s, comp.run(c)) {
+		e.wakeLocked()
 	}
 	return comp
 }
@@ -81,8 +91,14 @@ func classifyMarker(code int16) markerOutcome {
 
 func (comp *completion) run(c *Coordinator) func() {
 	return func() {
+		defer comp.settle()
 		if comp.writeMarkers(c) {
-			comp.writeCompletion(c)
+			marked := c.opts.Now()
+			if comp.writeCompletion(c) {
+				c.stats.completions.Add(1)
+				c.stats.markerNanos.Add(int64(marked.Sub(comp.start)))
+				c.stats.completionNanos.Add(int64(c.opts.Now().Sub(comp.start)))
+			}
 		}
 	}
 }
@@ -133,18 +149,40 @@ func (comp *completion) markerWritten(tp TopicPartition) {
 	}
 }
 
-// writeCompletion writes CompleteX, retrying until it is committed or the
-// partition is unloaded (the new leader completes it then).
-func (comp *completion) writeCompletion(c *Coordinator) {
+// writeCompletion writes CompleteX, retrying until it is committed (true)
+// or the partition is unloaded (the new leader completes it then).
+func (comp *completion) writeCompletion(c *Coordinator) bool {
 	for {
 		code := c.writeTransition(comp.e, write{t: comp.done, keepPending: true, committed: comp.count(c)})
 		if code == 0 || code == codeNotCoordinator {
-			return
+			return code == 0
 		}
 		if !c.sleep(comp.e.s.ctx, c.opts.MarkerRetryBackoff) {
-			return
+			return false
 		}
 	}
+}
+
+// awaitSettled waits until settled is closed (the pending transition the
+// caller met ended), the deadline passes, ctx ends or the partition is
+// unloaded; true if it was closed (the caller decides again).
+func (c *Coordinator) awaitSettled(ctx context.Context, e *entry, settled chan struct{}, deadline time.Time) bool {
+	d := deadline.Sub(c.opts.Now())
+	if d <= 0 {
+		return false
+	}
+	c.stats.waits.Add(1)
+	fired := make(chan struct{})
+	stop := c.opts.AfterFunc(d, func() { close(fired) })
+	defer stop()
+	select {
+	case <-settled:
+		return true
+	case <-fired:
+	case <-ctx.Done():
+	case <-e.s.ctx.Done():
+	}
+	return false
 }
 
 func (comp *completion) count(c *Coordinator) func(*txnMetadata) {

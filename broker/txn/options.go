@@ -72,6 +72,16 @@ type Options struct {
 	AbortTimedOutInterval time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms (10s)
 	RemoveExpiredInterval time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms (1h)
 	MarkerRetryBackoff    time.Duration // between marker and completion retries (retry.backoff.ms, 100ms)
+	// ConcurrentWait is how long a request that meets a pending
+	// transition of its id (a state write in flight, the previous
+	// transaction's markers: it would get CONCURRENT_TRANSACTIONS) waits
+	// for it to end before it is answered; zero does not wait (Kafka).
+	// The broker sets transaction.concurrent.wait.ms: under transaction
+	// version 2 the leaders of a transaction's partitions add them at once
+	// (all but the first meet its write) and a producer's first produce
+	// of its next transaction meets the previous one's markers, and the
+	// client's backoff after the error costs more than the wait.
+	ConcurrentWait time.Duration
 
 	// TransactionVersion gives the cluster's finalized transaction.version
 	// (nil: 2), read at every write: at level 0 the coordinator writes
@@ -163,10 +173,20 @@ func (o Options) StateTopic(brokers int) TopicSpec {
 	return TopicSpec{
 		Partitions:        o.NumPartitions,
 		ReplicationFactor: rf,
-		// Kafka's TransactionLog topic configs.
+		// Kafka's TransactionLog topic configs, and durable appends
+		// (flush.messages=1, issue 19): a state change is answered once
+		// every ISR member has it on disk. The coordinator's state must be
+		// at least as durable as the data it governs: with a durable data
+		// topic, a power loss of every broker kept the data of an open
+		// transaction but lost the Ongoing record that listed its
+		// partition, so no marker was ever written and read_committed
+		// stopped at its first offset for good (a hanging transaction).
+		// It costs a group-committed fsync per state change, a few per
+		// transaction.
 		Configs: map[string]string{
 			"cleanup.policy":                 "compact",
 			"compression.type":               "uncompressed",
+			"flush.messages":                 "1",
 			"min.insync.replicas":            strconv.Itoa(int(minISR)),
 			"segment.bytes":                  strconv.Itoa(int(o.SegmentBytes)),
 			"unclean.leader.election.enable": "false",

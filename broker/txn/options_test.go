@@ -23,7 +23,8 @@ func TestDefaults(t *testing.T) {
 }
 
 // TestStateTopic: the replication factor and min.insync.replicas are
-// lowered only when the cluster is smaller.
+// lowered only when the cluster is smaller; appends are durable
+// (flush.messages=1) whatever the cluster.
 func TestStateTopic(t *testing.T) {
 	for _, tc := range []struct {
 		brokers int
@@ -36,7 +37,7 @@ func TestStateTopic(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"cleanup.policy": "compact", "compression.type": "uncompressed", "min.insync.replicas": "2",
+		"cleanup.policy": "compact", "compression.type": "uncompressed", "flush.messages": "1", "min.insync.replicas": "2",
 		"segment.bytes": "104857600", "unclean.leader.election.enable": "false",
 	}
 	if got := (Options{}).StateTopic(3).Configs; !maps.Equal(got, want) {

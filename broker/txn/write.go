@@ -23,6 +23,7 @@ func (c *Coordinator) writeTransition(e *entry, w write) int16 {
 	err := s.log.Append(s.ctx, []Record{rec})
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	defer e.wakeLocked()
 	m := e.md
 	if s.resigned() {
 		// The id is unloaded: its memory is gone with the shard.
