@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -103,19 +104,21 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 	b.countElections(prev, next)
 	b.removeGonePartitions(next)
 	progress := b.newOpenProgress(next)
+	var opening []partitionToApply
 	for _, t := range next.Topics {
 		tc := view.topicCfg[t.Name]
 		for _, p := range t.Partitions {
 			if !slices.Contains(p.Replicas, b.cfg.NodeID) {
 				continue
 			}
-			opening := progress.opening(t.Name, p.Index)
-			b.applyPartition(t, p, tc)
-			if opening {
-				progress.opened(t.Name, p.Index)
+			if progress.opening(t.Name, p.Index) {
+				opening = append(opening, partitionToApply{t, p, tc})
+				continue
 			}
+			b.applyPartition(t, p, tc)
 		}
 	}
+	b.openPartitions(opening, progress)
 	progress.done()
 	b.applyQuotas(next)
 	b.applyReplicationThrottles(view)
@@ -135,6 +138,46 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 	default:
 		close(b.imageReady)
 	}
+}
+
+// partitionToApply is one partition of an image this broker holds a
+// replica of.
+type partitionToApply struct {
+	t  *controller.Topic
+	p  *controller.Partition
+	tc config.TopicConfig
+}
+
+// partitionOpenWorkers is how many partitions applyImage opens at once.
+// Creating a log (its directory, partition.metadata, first segment, leader
+// epoch checkpoint) or loading one is mostly waiting on fsyncs: one after
+// the other, creating 1,000 partitions took 8-10 s per broker and loading
+// 5,000 after a clean shutdown 21 s, nearly all of it in fsync, while
+// concurrent fsyncs of one file system share its journal commits. As
+// storage.Manager's close pool, a few more than the cores.
+const partitionOpenWorkers = 8
+
+// openPartitions applies the partitions this broker does not hold yet
+// (opening, creating or recovering their logs), partitionOpenWorkers at
+// a time. Partitions are independent of each other; each is applied by one
+// worker.
+func (b *Broker) openPartitions(parts []partitionToApply, progress *openProgress) {
+	workers := min(partitionOpenWorkers, len(parts))
+	next := make(chan partitionToApply)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for pa := range next {
+				b.applyPartition(pa.t, pa.p, pa.tc)
+				progress.opened(pa.t.Name, pa.p.Index)
+			}
+		})
+	}
+	for _, pa := range parts {
+		next <- pa
+	}
+	close(next)
+	wg.Wait()
 }
 
 func (b *Broker) applyPartition(t *controller.Topic, p *controller.Partition, tc config.TopicConfig) {
@@ -286,11 +329,13 @@ func (b *Broker) heldPartition(view *metadataView, topic string, idx int32) (*re
 // goes, as the first image after a start makes this broker open every log it
 // holds: a line every second with partitions, segments and time so far.
 type openProgress struct {
-	b        *Broker
-	total    int // partitions to open in this image
+	b     *Broker
+	total int // partitions to open in this image
+	start time.Time
+
+	mu       sync.Mutex // guards the following: the open workers report
 	count    int
 	segments int
-	start    time.Time
 	last     time.Time
 }
 
@@ -312,10 +357,14 @@ func (p *openProgress) opening(topic string, idx int32) bool {
 }
 
 func (p *openProgress) opened(topic string, idx int32) {
-	p.count++
+	segments := 0
 	if part, ok := p.b.replicas.Partition(topic, idx); ok {
-		p.segments += part.Log().NumSegments()
+		segments = part.Log().NumSegments()
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.count++
+	p.segments += segments
 	if now := p.b.now(); now.Sub(p.last) >= time.Second {
 		p.last = now
 		p.b.logger.Info("opening partition logs", "opened", p.count, "of", p.total,
