@@ -104,21 +104,21 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 	b.countElections(prev, next)
 	b.removeGonePartitions(next)
 	progress := b.newOpenProgress(next)
-	var opening []partitionToApply
+	var changed []partitionToApply
 	for _, t := range next.Topics {
 		tc := view.topicCfg[t.Name]
 		for _, p := range t.Partitions {
 			if !slices.Contains(p.Replicas, b.cfg.NodeID) {
 				continue
 			}
-			if progress.opening(t.Name, p.Index) {
-				opening = append(opening, partitionToApply{t, p, tc})
+			if opening := progress.opening(t.Name, p.Index); opening || partitionChanged(prev, t, p) {
+				changed = append(changed, partitionToApply{t, p, tc, opening})
 				continue
 			}
 			b.applyPartition(t, p, tc)
 		}
 	}
-	b.openPartitions(opening, progress)
+	b.applyChangedPartitions(changed, progress)
 	progress.done()
 	b.applyQuotas(next)
 	b.applyReplicationThrottles(view)
@@ -143,33 +143,50 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 // partitionToApply is one partition of an image this broker holds a
 // replica of.
 type partitionToApply struct {
-	t  *controller.Topic
-	p  *controller.Partition
-	tc config.TopicConfig
+	t       *controller.Topic
+	p       *controller.Partition
+	tc      config.TopicConfig
+	opening bool // not held yet: its log is opened (or created)
 }
 
-// partitionOpenWorkers is how many partitions applyImage opens at once.
-// Creating a log (its directory, partition.metadata, first segment, leader
-// epoch checkpoint) or loading one is mostly waiting on fsyncs: one after
-// the other, creating 1,000 partitions took 8-10 s per broker and loading
-// 5,000 after a clean shutdown 21 s, nearly all of it in fsync, while
-// concurrent fsyncs of one file system share its journal commits. As
-// storage.Manager's close pool, a few more than the cores.
-const partitionOpenWorkers = 8
+// partitionChanged reports whether p differs from its state in prev:
+// images share the partitions an entry did not change.
+func partitionChanged(prev *controller.Image, t *controller.Topic, p *controller.Partition) bool {
+	if prev == nil {
+		return true
+	}
+	old, ok := prev.Topics[t.Name]
+	if !ok || old.ID != t.ID || int(p.Index) >= len(old.Partitions) {
+		return true
+	}
+	return old.Partitions[p.Index] != p
+}
 
-// openPartitions applies the partitions this broker does not hold yet
-// (opening, creating or recovering their logs), partitionOpenWorkers at
-// a time. Partitions are independent of each other; each is applied by one
-// worker.
-func (b *Broker) openPartitions(parts []partitionToApply, progress *openProgress) {
-	workers := min(partitionOpenWorkers, len(parts))
+// partitionApplyWorkers is how many partitions applyImage applies at once
+// when they are new here or changed. Creating a log (its directory,
+// partition.metadata, first segment, leader epoch checkpoint), loading one,
+// or becoming its leader (the leader epoch checkpoint) is mostly waiting
+// on fsyncs: one after the other, creating 1,000 partitions took 8-10 s
+// per broker, loading 5,000 after a clean shutdown 21 s, nearly all of it
+// in fsync, and a broker's controlled shutdown waited for the others to
+// take over its leaderships one at a time, while concurrent fsyncs of one
+// file system share its journal commits. As storage.Manager's close pool,
+// a few more than the cores.
+const partitionApplyWorkers = 8
+
+// applyChangedPartitions applies parts, partitionApplyWorkers at a time.
+// Partitions are independent of each other; each is applied by one worker.
+func (b *Broker) applyChangedPartitions(parts []partitionToApply, progress *openProgress) {
+	workers := min(partitionApplyWorkers, len(parts))
 	next := make(chan partitionToApply)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
 			for pa := range next {
 				b.applyPartition(pa.t, pa.p, pa.tc)
-				progress.opened(pa.t.Name, pa.p.Index)
+				if pa.opening {
+					progress.opened(pa.t.Name, pa.p.Index)
+				}
 			}
 		})
 	}
