@@ -168,9 +168,9 @@ func partitionChanged(prev *controller.Image, t *controller.Topic, p *controller
 // or becoming its leader (the leader epoch checkpoint) is mostly waiting
 // on fsyncs: one after the other, creating 1,000 partitions took 8-10 s
 // per broker, loading 5,000 after a clean shutdown 21 s, nearly all of it
-// in fsync, and a broker's controlled shutdown waited for the others to
-// take over its leaderships one at a time, while concurrent fsyncs of one
-// file system share its journal commits. As storage.Manager's close pool,
+// in fsync, and the brokers that take over a stopping broker's
+// leaderships did so one at a time, while concurrent fsyncs of one file
+// system share its journal commits. As storage.Manager's close pool,
 // a few more than the cores.
 const partitionApplyWorkers = 8
 
