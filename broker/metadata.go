@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -103,19 +104,21 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 	b.countElections(prev, next)
 	b.removeGonePartitions(next)
 	progress := b.newOpenProgress(next)
+	var changed []partitionToApply
 	for _, t := range next.Topics {
 		tc := view.topicCfg[t.Name]
 		for _, p := range t.Partitions {
 			if !slices.Contains(p.Replicas, b.cfg.NodeID) {
 				continue
 			}
-			opening := progress.opening(t.Name, p.Index)
-			b.applyPartition(t, p, tc)
-			if opening {
-				progress.opened(t.Name, p.Index)
+			if opening := progress.opening(t.Name, p.Index); opening || partitionChanged(prev, t, p) {
+				changed = append(changed, partitionToApply{t, p, tc, opening})
+				continue
 			}
+			b.applyPartition(t, p, tc)
 		}
 	}
+	b.applyChangedPartitions(changed, progress)
 	progress.done()
 	b.applyQuotas(next)
 	b.applyReplicationThrottles(view)
@@ -135,6 +138,65 @@ func (b *Broker) applyImage(prev, next *controller.Image) {
 	default:
 		close(b.imageReady)
 	}
+}
+
+// partitionToApply is one partition of an image this broker holds a
+// replica of.
+type partitionToApply struct {
+	t       *controller.Topic
+	p       *controller.Partition
+	tc      config.TopicConfig
+	opening bool // not held yet: its log is opened (or created)
+}
+
+// partitionChanged reports whether p differs from its state in prev:
+// images share the partitions an entry did not change.
+func partitionChanged(prev *controller.Image, t *controller.Topic, p *controller.Partition) bool {
+	if prev == nil {
+		return true
+	}
+	old, ok := prev.Topics[t.Name]
+	if !ok || old.ID != t.ID || int(p.Index) >= len(old.Partitions) {
+		return true
+	}
+	return old.Partitions[p.Index] != p
+}
+
+// partitionApplyWorkers is how many partitions applyImage applies at once
+// when they are new here or changed. Creating a log (its directory,
+// partition.metadata, first segment, leader epoch checkpoint), loading one,
+// or becoming its leader (the leader epoch checkpoint) is mostly waiting
+// on fsyncs: one after the other, creating 1,000 partitions took 8-10 s
+// per broker, loading 5,000 after a clean shutdown 21 s, nearly all of it
+// in fsync, and the brokers that take over a stopping broker's
+// leaderships did so one at a time, while concurrent fsyncs of one file
+// system share its journal commits. Opening 1,000 new logs in one
+// storage.Manager on this machine's ext4 (2 cores, loaded): 11-18 ms each
+// one at a time, 2.1-4.0 ms with 8 at once, 1.4-2.6 ms with 16, no better
+// with 32.
+const partitionApplyWorkers = 16
+
+// applyChangedPartitions applies parts, partitionApplyWorkers at a time.
+// Partitions are independent of each other; each is applied by one worker.
+func (b *Broker) applyChangedPartitions(parts []partitionToApply, progress *openProgress) {
+	workers := min(partitionApplyWorkers, len(parts))
+	next := make(chan partitionToApply)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for pa := range next {
+				b.applyPartition(pa.t, pa.p, pa.tc)
+				if pa.opening {
+					progress.opened(pa.t.Name, pa.p.Index)
+				}
+			}
+		})
+	}
+	for _, pa := range parts {
+		next <- pa
+	}
+	close(next)
+	wg.Wait()
 }
 
 func (b *Broker) applyPartition(t *controller.Topic, p *controller.Partition, tc config.TopicConfig) {
@@ -286,11 +348,13 @@ func (b *Broker) heldPartition(view *metadataView, topic string, idx int32) (*re
 // goes, as the first image after a start makes this broker open every log it
 // holds: a line every second with partitions, segments and time so far.
 type openProgress struct {
-	b        *Broker
-	total    int // partitions to open in this image
+	b     *Broker
+	total int // partitions to open in this image
+	start time.Time
+
+	mu       sync.Mutex // guards the following: the open workers report
 	count    int
 	segments int
-	start    time.Time
 	last     time.Time
 }
 
@@ -312,10 +376,14 @@ func (p *openProgress) opening(topic string, idx int32) bool {
 }
 
 func (p *openProgress) opened(topic string, idx int32) {
-	p.count++
+	segments := 0
 	if part, ok := p.b.replicas.Partition(topic, idx); ok {
-		p.segments += part.Log().NumSegments()
+		segments = part.Log().NumSegments()
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.count++
+	p.segments += segments
 	if now := p.b.now(); now.Sub(p.last) >= time.Second {
 		p.last = now
 		p.b.logger.Info("opening partition logs", "opened", p.count, "of", p.total,

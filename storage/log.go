@@ -887,16 +887,25 @@ func (l *Log) Close() error {
 	if err := segs[len(segs)-1].deactivate(); err != nil {
 		errs = append(errs, err)
 	}
+	// The snapshot's write syncs the dir after the trim above (and
+	// retiring the segments below changes no entry): a second sync of the
+	// same dir made closing a log three fsyncs instead of two, and closing
+	// 10,000 of them on SIGTERM took longer than the minute a shutdown gets.
+	dirSynced := false
 	if l.failedLocked() == nil {
 		if err := l.producers.writeSnapshot(l.logEndOffset.Load()); err != nil {
 			errs = append(errs, err)
+		} else {
+			dirSynced = true
 		}
 	}
 	if err := l.retireLocked(segs, false, "close"); err != nil {
 		errs = append(errs, err)
 	}
-	if err := syncDir(l.env.fs, l.dir); err != nil {
-		errs = append(errs, err)
+	if !dirSynced {
+		if err := syncDir(l.env.fs, l.dir); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -161,8 +161,11 @@ type managedLog struct {
 // flush.ms, retention and checkpoints, one for log compaction (the
 // cleaner, whose cleanings may take long).
 //
-// Locking: openMu serialises Open, Delete and Close (they do disk work);
-// mu guards the maps and is held only briefly. Order: openMu -> mu;
+// Locking: Open and Delete of one partition exclude each other (busy) and
+// run concurrently with those of other partitions (the broker opens many
+// at once: creating or loading a log is mostly waiting on fsyncs); each
+// holds openMu shared, Close holds it exclusively (it does disk work). mu
+// guards the maps and is held only briefly. Order: openMu -> mu;
 // checkpointMu is taken without mu.
 type Manager struct {
 	opts   ManagerOptions
@@ -170,10 +173,13 @@ type Manager struct {
 	dirs   []*dirState
 	maps   *mapCache // shared by every log
 
-	openMu       sync.Mutex
+	openMu       sync.RWMutex
 	checkpointMu sync.Mutex // serialises checkpoint file writes
 
-	mu     sync.Mutex // guards the following
+	mu sync.Mutex // guards the following
+	// busy marks the partitions an Open or Delete is working on; the
+	// channel is closed when it is done.
+	busy   map[TopicPartition]chan struct{}
 	logs   map[TopicPartition]*managedLog
 	onDisk map[TopicPartition]PartitionDir // found at startup, not open
 	found  []PartitionDir                  // everything found at startup
@@ -293,6 +299,7 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 	m := &Manager{counters: counters,
 		opts: opts, logger: opts.Logger,
 		logs: map[TopicPartition]*managedLog{}, onDisk: map[TopicPartition]PartitionDir{},
+		busy: map[TopicPartition]chan struct{}{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 		maps: newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegmentsTotal),
 	}
@@ -476,8 +483,10 @@ func (m *Manager) All() []*Log {
 // partition offline with its reason (OfflineLogs) until an Open succeeds;
 // an I/O error takes its log dir offline (ErrLogDirOffline from then on).
 func (m *Manager) Open(tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log, error) {
-	m.openMu.Lock()
-	defer m.openMu.Unlock()
+	m.openMu.RLock()
+	defer m.openMu.RUnlock()
+	m.lockPartition(tp)
+	defer m.unlockPartition(tp)
 	m.mu.Lock()
 	if m.closed {
 		m.mu.Unlock()
@@ -505,6 +514,30 @@ func (m *Manager) Open(tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log
 	m.noteOpened(tp)
 	m.maybeCheckLimits()
 	return l, nil
+}
+
+// lockPartition waits until no Open or Delete of tp is in progress and
+// marks tp busy; unlockPartition ends that.
+func (m *Manager) lockPartition(tp TopicPartition) {
+	for {
+		m.mu.Lock()
+		done, busy := m.busy[tp]
+		if !busy {
+			m.busy[tp] = make(chan struct{})
+			m.mu.Unlock()
+			return
+		}
+		m.mu.Unlock()
+		<-done
+	}
+}
+
+func (m *Manager) unlockPartition(tp TopicPartition) {
+	m.mu.Lock()
+	done := m.busy[tp]
+	delete(m.busy, tp)
+	m.mu.Unlock()
+	close(done)
 }
 
 // openIn opens or creates tp's log in dir of ds, unless ds is offline.
@@ -543,6 +576,11 @@ func (m *Manager) placeLocked(tp TopicPartition) (*dirState, string) {
 				return ds, pd.Dir
 			}
 		}
+	}
+	if len(m.dirs) == 1 {
+		// Nothing to choose: counting every partition held (below) on each
+		// creation made creating N partitions cost O(N^2).
+		return m.dirs[0], filepath.Join(m.dirs[0].path, tp.String())
 	}
 	count := map[*dirState]int{}
 	for _, ml := range m.logs {
@@ -637,8 +675,10 @@ func readPartitionMetadata(fsys vfs.FS, dir string) ([16]byte, error) {
 // cannot leave a half-deleted log that looks alive. Unknown partitions are
 // a no-op.
 func (m *Manager) Delete(tp TopicPartition) error {
-	m.openMu.Lock()
-	defer m.openMu.Unlock()
+	m.openMu.RLock()
+	defer m.openMu.RUnlock()
+	m.lockPartition(tp)
+	defer m.unlockPartition(tp)
 	m.mu.Lock()
 	ml, open := m.logs[tp]
 	pd, onDisk := m.onDisk[tp]

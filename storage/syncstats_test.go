@@ -55,3 +55,31 @@ func TestSyncStatsCount(t *testing.T) {
 		t.Fatalf("observer saw %d rounds of %d logs, stats %+v", rounds, roundLogs, st)
 	}
 }
+
+// Closing a log syncs its dir once: the producer snapshot's write syncs it
+// after the active segment is trimmed, and a second sync of the same dir
+// made each of 10,000 logs cost one more fsync on SIGTERM.
+func TestCloseSyncsTheLogDirOnce(t *testing.T) {
+	m, err := NewManager([]string{t.TempDir()}, ManagerOptions{Logger: discardLogger(), ResourceLimits: unlimitedResources})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.Open(TopicPartition{Topic: "d", Partition: 0}, [16]byte{1}, DefaultLogConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AppendAsLeader(leaderBatches(t, spec(1, 0).build(t)), 0, AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := m.SyncStats()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.SyncStats().DirSyncs - before.DirSyncs; got != 1 {
+		t.Fatalf("closing the log synced directories %d times, want 1 (the producer snapshot's)", got)
+	}
+}
