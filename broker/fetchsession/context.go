@@ -80,8 +80,8 @@ type Context struct {
 	cache        *Cache
 	follower     bool
 	usesTopicIDs bool
-	parts        []Partition        // Sessionless and Full
-	session      *Session           // Incremental
+	parts        []Partition // Sessionless and Full
+	session      *Session    // Incremental
 	// cached are, for an incremental fetch, the session's partitions it
 	// reads, in reading order: all but the idle ones it skips (Refresh).
 	cached []*cachedPartition
