@@ -69,6 +69,20 @@ func (c *Cache) Stats() Stats {
 	return Stats{Sessions: len(c.sessions), Partitions: c.numPartitions, Evictions: c.evictions}
 }
 
+// NextEpoch returns the epoch the next request of session id must carry,
+// ok=false when there is no such session.
+func (c *Cache) NextEpoch(id int32) (epoch int32, ok bool) {
+	c.mu.Lock()
+	s, ok := c.sessions[id]
+	c.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epoch, true
+}
+
 // removeLocked drops a session. Must be called with mu held.
 func (c *Cache) removeLocked(s *Session) {
 	if c.sessions[s.id] != s {
