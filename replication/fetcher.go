@@ -87,6 +87,11 @@ type fetcher struct {
 	partitions map[*Partition]*fetchPartition
 
 	session fetchSession // used by the loop only
+	// Buffers of the loop, reused by every round (a round is completed
+	// before the next is built): an idle round allocates next to nothing.
+	due      []sent
+	parts    map[fetchPartKey]sent
+	topicIdx map[fetchTopicKey]int
 }
 
 // fetchPartition is a partition's fetch status in one fetcher.
@@ -97,6 +102,27 @@ type fetchPartition struct {
 	// lag is the leader's HW less our log end after the last fetch; -1
 	// before one (fetcher_throttle.go).
 	lag int64
+	// state is the partition's fetch state as the last round found it,
+	// valid (stateOK) while the partition's version, log end and log start
+	// are as then: an idle partition's is not computed again each round.
+	state    FollowerFetchState
+	stateOK  bool
+	version  uint64
+	logStart int64
+}
+
+// fetchState is p's fetch state (Partition.FetchState), from fp's copy when
+// nothing it depends on moved. Called with f.mu held.
+func (fp *fetchPartition) fetchState(p *Partition) (FollowerFetchState, bool) {
+	// Load the version and log start before the state: a change after
+	// them shows next round.
+	version, logStart := p.version.Load(), p.log.LogStartOffset()
+	if fp.stateOK && version == fp.version && logStart == fp.logStart && p.log.LogEndOffset() == fp.state.FetchOffset {
+		return fp.state, true
+	}
+	st, ok := p.FetchState()
+	fp.state, fp.stateOK, fp.version, fp.logStart = st, ok, version, logStart
+	return st, ok
 }
 
 // fetcherConfig is what a fetcher is built from.
@@ -270,8 +296,12 @@ func (f *fetcher) nextRound() (fetchRound, bool) {
 		byID = byID && s.state.TopicID != [16]byte{}
 	}
 	req := f.newFetchRequest(byID)
-	parts := make(map[fetchPartKey]sent, len(due))
-	topicIdx := make(map[fetchTopicKey]int)
+	if f.parts == nil {
+		f.parts, f.topicIdx = make(map[fetchPartKey]sent, len(due)), make(map[fetchTopicKey]int)
+	}
+	clear(f.parts)
+	clear(f.topicIdx)
+	parts, topicIdx := f.parts, f.topicIdx
 	for _, s := range due {
 		key := fetchTopicKey{name: s.p.Topic}
 		if byID {
@@ -298,9 +328,9 @@ func (f *fetcher) duePartitions() []sent {
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	due := make([]sent, 0, len(f.partitions))
+	due := f.due[:0]
 	for p, fp := range f.partitions {
-		st, ok := p.FetchState()
+		st, ok := fp.fetchState(p)
 		if !ok || st.Leader != f.leader {
 			delete(f.partitions, p)
 			continue
@@ -309,6 +339,7 @@ func (f *fetcher) duePartitions() []sent {
 			due = append(due, sent{p: p, state: st})
 		}
 	}
+	f.due = due
 	return due
 }
 
