@@ -24,7 +24,27 @@ import (
 // applied again.
 func leadWithFollower(tb testing.TB, br *Broker, topic string, n int32) (topicID [16]byte, epoch int32) {
 	tb.Helper()
-	createTopicN(tb, br, topic, n)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.SetVersion(7)
+	ct.TimeoutMillis = 30000
+	t := kmsg.NewCreateTopicsRequestTopic()
+	t.Topic, t.NumPartitions, t.ReplicationFactor = topic, n, 1
+	ct.Topics = append(ct.Topics, t)
+	if code := runRequest(tb, br, ct).(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode; code != 0 {
+		tb.Fatalf("create topic: error %d", code)
+	}
+	// Thousands of partitions take a while on a loaded machine.
+	deadline := time.Now().Add(5 * time.Minute)
+	for i := int32(0); i < n; {
+		if p, ok := br.replicas.Partition(topic, i); ok && p.Role() == replication.RoleLeader {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("partition %d has no local leader after 5 min", i)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	topicID = br.view().img.Topics[topic].ID
 	for i := range n {
 		p, _ := br.replicas.Partition(topic, i)
