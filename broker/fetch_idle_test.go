@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/protocol"
 	"github.com/kbroker/kbroker/record"
 	"github.com/kbroker/kbroker/replication"
@@ -241,5 +242,36 @@ func BenchmarkIdleReplicaFetch(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		fetch()
+	}
+}
+
+// The console samples only the topic throughput counters, not every
+// partition's state metrics (a whole Gather every few seconds was the
+// largest idle cost left at thousands of partitions).
+func TestConsoleSamplesThroughputCountersOnly(t *testing.T) {
+	br := startTestBroker(t)
+	createTopic(t, br, "tput")
+	if code := runRequest(t, br, testsupport.ProduceRequest("tput", 0, 1, 30000, benchBatch(3, 10))).(*kmsg.ProduceResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("produce: %d", code)
+	}
+	families, err := br.metrics.throughput().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"kbroker_topic_bytes_in_total": true, "kbroker_topic_records_in_total": true,
+		"kbroker_topic_bytes_out_total": true, "kbroker_topic_records_out_total": true}
+	var recordsIn float64
+	for _, f := range families {
+		if !want[f.GetName()] {
+			t.Errorf("the console's gatherer has %s", f.GetName())
+		}
+		if f.GetName() == "kbroker_topic_records_in_total" {
+			for _, m := range f.GetMetric() {
+				recordsIn += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if recordsIn != 3 {
+		t.Fatalf("records in %v, want 3", recordsIn)
 	}
 }
