@@ -109,20 +109,22 @@ type fetchPartition struct {
 	stateOK  bool
 	version  uint64
 	logStart int64
+	// due is whether the last round fetched the partition.
+	due bool
 }
 
 // fetchState is p's fetch state (Partition.FetchState), from fp's copy when
-// nothing it depends on moved. Called with f.mu held.
-func (fp *fetchPartition) fetchState(p *Partition) (FollowerFetchState, bool) {
+// nothing it depends on moved (fresh false). Called with f.mu held.
+func (fp *fetchPartition) fetchState(p *Partition) (st FollowerFetchState, ok, fresh bool) {
 	// Load the version and log start before the state: a change after
 	// them shows next round.
 	version, logStart := p.version.Load(), p.log.LogStartOffset()
 	if fp.stateOK && version == fp.version && logStart == fp.logStart && p.log.LogEndOffset() == fp.state.FetchOffset {
-		return fp.state, true
+		return fp.state, true, false
 	}
-	st, ok := p.FetchState()
+	st, ok = p.FetchState()
 	fp.state, fp.stateOK, fp.version, fp.logStart = st, ok, version, logStart
-	return st, ok
+	return st, ok, true
 }
 
 // fetcherConfig is what a fetcher is built from.
@@ -287,9 +289,17 @@ func (r fetchRound) keyOf(t *kmsg.FetchResponseTopic) fetchTopicKey {
 // false when no partition can be fetched now (all back off, or none is
 // left).
 func (f *fetcher) nextRound() (fetchRound, bool) {
-	due := f.duePartitions()
+	due, changed := f.duePartitions()
 	if len(due) == 0 {
 		return fetchRound{}, false
+	}
+	if !changed && f.parts != nil && f.session.incremental() {
+		// The same partitions as last round, each in the same state: the
+		// session's request lists nothing, and last round's partitions
+		// stand for the answer.
+		req := f.newFetchRequest(f.session.byID)
+		f.session.unchanged(req)
+		return fetchRound{req: req, parts: f.parts}, true
 	}
 	byID := true
 	for _, s := range due {
@@ -323,24 +333,35 @@ func (f *fetcher) nextRound() (fetchRound, bool) {
 }
 
 // duePartitions returns the partitions to fetch now with their fetch
-// states. Partitions no longer following this leader are dropped.
-func (f *fetcher) duePartitions() []sent {
+// states, and whether they or their states may differ from last round's
+// (changed false: the same partitions, each in the same state).
+// Partitions no longer following this leader are dropped.
+func (f *fetcher) duePartitions() (due []sent, changed bool) {
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	due := f.due[:0]
+	due = f.due[:0]
 	for p, fp := range f.partitions {
-		st, ok := fp.fetchState(p)
+		st, ok, fresh := fp.fetchState(p)
 		if !ok || st.Leader != f.leader {
 			delete(f.partitions, p)
+			changed = true
 			continue
 		}
-		if !now.Before(fp.delayUntil) && !f.throttled(p, fp) {
+		isDue := !now.Before(fp.delayUntil) && !f.throttled(p, fp)
+		if isDue != fp.due || (isDue && fresh) {
+			changed = true
+		}
+		fp.due = isDue
+		if isDue {
 			due = append(due, sent{p: p, state: st})
 		}
 	}
+	// A partition removed since (remove) changes the count, unless
+	// another became due, which is a change of its own.
+	changed = changed || len(due) != len(f.due)
 	f.due = due
-	return due
+	return due, changed
 }
 
 // newFetchRequest is a round's request without its topics.

@@ -106,6 +106,17 @@ func (s *fetchSession) build(req *kmsg.FetchRequest) {
 	s.sent, s.next = next, s.sent
 }
 
+// incremental reports whether the next request is an incremental one of
+// an established session.
+func (s *fetchSession) incremental() bool { return s.id != 0 && s.epoch != 0 }
+
+// unchanged makes req, without partitions, the session's next request
+// when the partitions to fetch and their parameters are last request's:
+// an incremental fetch listing nothing (the session must be incremental).
+func (s *fetchSession) unchanged(req *kmsg.FetchRequest) {
+	req.SessionID, req.SessionEpoch = s.id, s.epoch
+}
+
 func (s *fetchSession) keyOf(byID bool, t *kmsg.FetchRequestTopic, partition int32) fetchPartKey {
 	if byID {
 		return fetchPartKey{fetchTopicKey{id: t.TopicID}, partition}
