@@ -53,6 +53,11 @@ type fetchRead struct {
 	// files holds, for each partition with records in resp's order, the
 	// open segment file its records come from (nil when none is open).
 	files []fetchFile
+	// follower is the follower session a read for an incremental follower
+	// fetch marks idle partitions for, and idle holds, for each partition
+	// in resp's order, its mark (nil: not idle); both nil otherwise.
+	follower *replication.FollowerSession
+	idle     []*replication.IdleMark
 }
 
 // ready reports whether the read is the answer: MinBytes reached, or a
@@ -84,6 +89,8 @@ func (fr *fetchRead) release() {
 // Only a read that was released and not answered may be reset.
 func (fr *fetchRead) reset() {
 	fr.bytes, fr.hasError, fr.redirected = 0, false, false
+	clear(fr.idle)
+	fr.idle = fr.idle[:0]
 	for i := range fr.resp.Topics {
 		clear(fr.resp.Topics[i].Partitions)
 		fr.resp.Topics[i].Partitions = fr.resp.Topics[i].Partitions[:0]
@@ -112,7 +119,7 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 		return protocol.Response{Body: resp}
 	}
 	denied := b.fetchDenied(req, fs.read)
-	first := b.readFetch(fs.read, denied)
+	first := b.readFetchInto(fs.read, denied, nil, fs.follower)
 	minBytes := max(int(r.MinBytes), 1)
 	if first.ready(minBytes) || r.MaxWaitMillis <= 0 || fs.hasNews(first) {
 		fs.finish(first)
@@ -122,7 +129,7 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 	var last *fetchRead
 	return protocol.Response{
 		Later: func(ctx context.Context) kmsg.Response {
-			last = b.longPollFetch(ctx, fs, minBytes, denied, first)
+			last = b.longPollFetch(ctx, req, &fs, minBytes, denied, first)
 			fs.finish(last)
 			return last.body()
 		},
@@ -136,11 +143,12 @@ func (b *Broker) handleFetch(_ context.Context, req *protocol.Request) protocol.
 
 // longPollFetch waits until MinBytes are ready, a follower's session has
 // news, MaxWait passes or the connection closes, and returns the last read
-// of fs.read, made into res (the handler's first read, released).
-func (b *Broker) longPollFetch(ctx context.Context, fs fetchSession, minBytes int, denied map[string]bool, res *fetchRead) *fetchRead {
-	r := fs.read
-	w := replication.NewWaiterFor(fetchWakeEvents(r, fs))
-	parts := b.fetchPartitions(r)
+// of fs.read, made into res (the handler's first read, released). The idle
+// partitions a follower's session skipped wake it through the session
+// (replication/idle.go): it then reads those that moved too.
+func (b *Broker) longPollFetch(ctx context.Context, req *protocol.Request, fs *fetchSession, minBytes int, denied map[string]bool, res *fetchRead) *fetchRead {
+	w := replication.NewWaiterFor(fetchWakeEvents(fs.read, *fs))
+	parts := b.fetchPartitions(fs.read)
 	for _, p := range parts {
 		p.WatchOn(w)
 	}
@@ -149,22 +157,35 @@ func (b *Broker) longPollFetch(ctx context.Context, fs fetchSession, minBytes in
 			p.Unwatch(w)
 		}
 	}()
-	timer := time.NewTimer(time.Duration(r.MaxWaitMillis) * time.Millisecond)
+	var idleWake <-chan struct{}
+	if fs.follower != nil {
+		idleWake = fs.follower.Woken()
+	}
+	timer := time.NewTimer(time.Duration(fs.read.MaxWaitMillis) * time.Millisecond)
 	defer timer.Stop()
 	for {
 		// Read before waiting: an append or HW move between the handler's
 		// first read and the watchers' registration above woke nobody.
-		res = b.readFetchInto(r, denied, res)
+		res = b.readFetchInto(fs.read, denied, res, fs.follower)
 		if res.ready(minBytes) || fs.hasNews(res) {
 			return res
 		}
 		res.release()
 		select {
 		case <-w.C:
+		case <-idleWake:
+			if fs.refresh() {
+				denied = b.fetchDenied(req, fs.read)
+				more := b.fetchPartitions(fs.read)
+				for _, p := range more {
+					p.WatchOn(w) // a set: the partitions watched already stay once
+				}
+				parts = more
+			}
 		case <-timer.C:
-			return b.readFetchInto(r, denied, res)
+			return b.readFetchInto(fs.read, denied, res, fs.follower)
 		case <-ctx.Done():
-			return b.readFetchInto(r, denied, res)
+			return b.readFetchInto(fs.read, denied, res, fs.follower)
 		}
 	}
 }
@@ -216,12 +237,13 @@ func (b *Broker) fetchTopicName(view *metadataView, version int16, rt kmsg.Fetch
 // readFetch reads every partition of r once; the topics in denied are
 // answered TOPIC_AUTHORIZATION_FAILED.
 func (b *Broker) readFetch(r *kmsg.FetchRequest, denied map[string]bool) *fetchRead {
-	return b.readFetchInto(r, denied, nil)
+	return b.readFetchInto(r, denied, nil, nil)
 }
 
 // readFetchInto is readFetch into fr, a released earlier read of r (reset
-// and reused), or into a new one when fr is nil.
-func (b *Broker) readFetchInto(r *kmsg.FetchRequest, denied map[string]bool, fr *fetchRead) *fetchRead {
+// and reused), or into a new one when fr is nil. For a follower's
+// incremental fetch, follower is its session: idle partitions are marked.
+func (b *Broker) readFetchInto(r *kmsg.FetchRequest, denied map[string]bool, fr *fetchRead, follower *replication.FollowerSession) *fetchRead {
 	view := b.view()
 	replicaID, _ := replication.FetchReplica(r)
 	if fr == nil {
@@ -230,6 +252,7 @@ func (b *Broker) readFetchInto(r *kmsg.FetchRequest, denied map[string]bool, fr 
 	} else {
 		fr.reset()
 	}
+	fr.follower = follower
 	budget := int(r.MaxBytes)
 	if budget <= 0 {
 		budget = int(^uint32(0) >> 1)
@@ -248,10 +271,12 @@ func (b *Broker) readFetchInto(r *kmsg.FetchRequest, denied map[string]bool, fr 
 			if denied[name] {
 				op.ErrorCode, fr.hasError = kerr.TopicAuthorizationFailed.Code, true
 				out.Partitions = append(out.Partitions, op)
+				fr.noteIdle(nil)
 				continue
 			}
 			limit := min(int(rp.PartitionMaxBytes), budget)
-			n := b.readFetchPartition(view, r, name, replicaID, rp, int32(max(limit, 0)), minOne, &op, fr)
+			n, idle := b.readFetchPartition(view, r, name, replicaID, rp, int32(max(limit, 0)), minOne, &op, fr)
+			fr.noteIdle(idle)
 			if n > 0 {
 				minOne = false
 				budget -= n
@@ -267,22 +292,32 @@ func (b *Broker) readFetchInto(r *kmsg.FetchRequest, denied map[string]bool, fr 
 	return fr
 }
 
-// readFetchPartition fills op for one partition and returns the bytes read.
+// noteIdle records the idle mark of the partition just read (nil: none)
+// for a follower session's read.
+func (fr *fetchRead) noteIdle(m *replication.IdleMark) {
+	if fr.follower != nil {
+		fr.idle = append(fr.idle, m)
+	}
+}
+
+// readFetchPartition fills op for one partition and returns the bytes read
+// and, for a follower session's fetch that found the partition idle, its
+// mark.
 func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, name string, replicaID int32,
-	rp kmsg.FetchRequestTopicPartition, limit int32, minOne bool, op *kmsg.FetchResponseTopicPartition, fr *fetchRead) int {
+	rp kmsg.FetchRequestTopicPartition, limit int32, minOne bool, op *kmsg.FetchResponseTopicPartition, fr *fetchRead) (int, *replication.IdleMark) {
 	t, _, ok := view.topic(name)
 	if !ok || rp.Partition < 0 || int(rp.Partition) >= len(t.Partitions) {
 		op.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		if r.Version >= 13 && name == "" {
 			op.ErrorCode = kerr.UnknownTopicID.Code
 		}
-		return 0
+		return 0, nil
 	}
 	part, ok := b.replicas.Partition(name, rp.Partition)
 	if !ok {
 		op.ErrorCode = kerr.NotLeaderForPartition.Code
 		b.fetchCurrentLeader(view, t.Partitions[rp.Partition].Leader, t.Partitions[rp.Partition].LeaderEpoch, op, fr)
-		return 0
+		return 0, nil
 	}
 	var res replication.ReadResult
 	var err error
@@ -295,7 +330,7 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 		_, epoch := replication.FetchReplica(r)
 		res, err = part.UpdateFollowerAndRead(replication.FollowerFetch{
 			ReplicaID: replicaID, ReplicaEpoch: epoch, FetchOffset: rp.FetchOffset, LastFetchedEpoch: lastFetchedEpoch(r.Version, rp),
-			CurrentLeaderEpoch: rp.CurrentLeaderEpoch, MaxBytes: limit, MinOneBatch: minOne,
+			CurrentLeaderEpoch: rp.CurrentLeaderEpoch, MaxBytes: limit, MinOneBatch: minOne, Session: fr.follower,
 		})
 	} else {
 		res, err = b.readForConsumer(view, r, name, part, rp, limit, minOne, op, fr)
@@ -308,12 +343,12 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 			tp := t.Partitions[rp.Partition]
 			b.fetchCurrentLeader(view, tp.Leader, tp.LeaderEpoch, op, fr)
 		}
-		return 0
+		return 0, nil
 	}
 	if res.Diverging != nil {
 		op.DivergingEpoch.Epoch = res.Diverging.Epoch
 		op.DivergingEpoch.EndOffset = res.Diverging.EndOffset
-		return 0
+		return 0, nil
 	}
 	if r.IsolationLevel == 1 {
 		op.AbortedTransactions = abortedTransactions(res.Aborted)
@@ -326,7 +361,7 @@ func (b *Broker) readFetchPartition(view *metadataView, r *kmsg.FetchRequest, na
 		fr.files = append(fr.files, fetchFile{data: res.Data, file: res.File, offset: res.FileOffset})
 		b.countFetched(name, res.Data)
 	}
-	return len(res.Data)
+	return len(res.Data), res.Idle
 }
 
 func lastFetchedEpoch(version int16, rp kmsg.FetchRequestTopicPartition) int32 {

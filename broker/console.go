@@ -27,7 +27,7 @@ var consoleMechanisms = []string{sasl.ScramSHA512, sasl.ScramSHA256, sasl.Plain}
 // over SSL listeners gets no console: its clients are known by their
 // certificates, which a browser's viewer does not hand over.
 func (b *Broker) consoleOptions() (console.Options, error) {
-	opts := console.Options{Gatherer: b.metrics.reg, NodeID: b.cfg.NodeID, Logger: b.logger.With("component", "console")}
+	opts := console.Options{Gatherer: b.metrics.throughput(), NodeID: b.cfg.NodeID, Logger: b.logger.With("component", "console")}
 	var plain string
 	for _, l := range b.cfg.Listeners {
 		if b.cfg.IsControllerListener(l.Name) {

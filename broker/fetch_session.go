@@ -22,20 +22,39 @@ import (
 // fetchSession is one Fetch request's session context.
 type fetchSession struct {
 	ctx *fetchsession.Context
+	req *kmsg.FetchRequest // the request
 	// read is the request the fetch path reads: the request itself, or the
-	// session's partitions for an incremental fetch.
+	// session's partitions for an incremental fetch, but for the idle
+	// partitions of a follower's session (replication/idle.go).
 	read *kmsg.FetchRequest
+	// follower is, for a follower's incremental fetch, its session's
+	// state in replication: idle partitions get marks of it.
+	follower *replication.FollowerSession
 }
 
 // newFetchSession resolves r's session fields against the broker's cache.
 func (b *Broker) newFetchSession(r *kmsg.FetchRequest) fetchSession {
 	replicaID, _ := replication.FetchReplica(r)
 	ctx := b.fetchSessions.NewContext(sessionRequest(r, replicaID >= 0))
-	fs := fetchSession{ctx: ctx, read: r}
+	fs := fetchSession{ctx: ctx, req: r, read: r}
 	if ctx.Kind == fetchsession.Incremental {
 		fs.read = sessionReadRequest(r, ctx)
+		if t, ok := ctx.Tracker().(*replication.FollowerSession); ok && replicaID >= 0 {
+			fs.follower = t
+		}
 	}
 	return fs
+}
+
+// refresh checks the idle partitions an incremental follower fetch skipped
+// again, once one of them may have moved, and reports whether the fetch
+// now reads more partitions (fs.read then lists them).
+func (fs *fetchSession) refresh() bool {
+	if !fs.ctx.Refresh() {
+		return false
+	}
+	fs.read = sessionReadRequest(fs.req, fs.ctx)
+	return true
 }
 
 // sessionRequest is what the cache needs of r. Fetch v7+ carries session
@@ -114,6 +133,14 @@ func sessionResult(p *kmsg.FetchResponseTopicPartition) fetchsession.Result {
 	}
 }
 
+// withIdle is r with the i-th partition's idle mark of read fr, if any.
+func withIdle(r fetchsession.Result, fr *fetchRead, i int) fetchsession.Result {
+	if i < len(fr.idle) && fr.idle[i] != nil {
+		r.Idle = fr.idle[i]
+	}
+	return r
+}
+
 // hasNews reports whether a read (of fs.read) holds a partition an
 // incremental follower fetch must hear of now: a follower learns the high
 // watermark and log start offset as they move, not a replica.fetch.wait.max.ms
@@ -141,12 +168,17 @@ func (fs fetchSession) finish(fr *fetchRead) {
 	results := make([]fetchsession.Result, 0, n)
 	for ti := range fr.resp.Topics {
 		for pi := range fr.resp.Topics[ti].Partitions {
-			results = append(results, sessionResult(&fr.resp.Topics[ti].Partitions[pi]))
+			results = append(results, withIdle(sessionResult(&fr.resp.Topics[ti].Partitions[pi]), fr, len(results)))
 		}
 	}
 	if len(results) != n {
 		// Every partition read is answered once, in order: anything else
 		// is a bug of the read path; answer in full rather than misfile.
+		for _, m := range fr.idle {
+			if m != nil {
+				m.Release()
+			}
+		}
 		fr.resp.SessionID = 0
 		return
 	}

@@ -24,6 +24,11 @@
 //     shrink applies once committed, an expansion at once for HW purposes. A
 //     change whose answer is lost stays pending and is sent again.
 //
+//   - A follower's incremental fetch session skips its idle partitions (at the
+//     leader's log end, in the ISR, nothing to answer) until they move; the
+//     session's fetch times stand as their caught-up times, so the ISR rule
+//     above holds per partition at a cost per session (idle.go).
+//
 //   - After a leader change a follower truncates where its log diverges from the
 //     leader's (DivergingEpoch), never blindly to its HW.
 //
@@ -60,7 +65,8 @@
 // role's operations), offsets.go (ListOffsets, DeleteRecords), log.go (the
 // ReplicaLog interface a Partition reads and writes, implemented by
 // storage.Log), fetcher.go and leaderclient.go (replica fetchers and their
-// connection to the leader), throttle.go and fetcher_throttle.go
+// connection to the leader), idle.go (a follower session's idle
+// partitions on the leader), throttle.go and fetcher_throttle.go
 // (replication throttles), manager.go (this broker's partitions, fetchers
 // and AlterPartition sender).
 //

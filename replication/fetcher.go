@@ -87,6 +87,11 @@ type fetcher struct {
 	partitions map[*Partition]*fetchPartition
 
 	session fetchSession // used by the loop only
+	// Buffers of the loop, reused by every round (a round is completed
+	// before the next is built): an idle round allocates next to nothing.
+	due      []sent
+	parts    map[fetchPartKey]sent
+	topicIdx map[fetchTopicKey]int
 }
 
 // fetchPartition is a partition's fetch status in one fetcher.
@@ -97,6 +102,29 @@ type fetchPartition struct {
 	// lag is the leader's HW less our log end after the last fetch; -1
 	// before one (fetcher_throttle.go).
 	lag int64
+	// state is the partition's fetch state as the last round found it,
+	// valid (stateOK) while the partition's version, log end and log start
+	// are as then: an idle partition's is not computed again each round.
+	state    FollowerFetchState
+	stateOK  bool
+	version  uint64
+	logStart int64
+	// due is whether the last round fetched the partition.
+	due bool
+}
+
+// fetchState is p's fetch state (Partition.FetchState), from fp's copy when
+// nothing it depends on moved (fresh false). Called with f.mu held.
+func (fp *fetchPartition) fetchState(p *Partition) (st FollowerFetchState, ok, fresh bool) {
+	// Load the version and log start before the state: a change after
+	// them shows next round.
+	version, logStart := p.version.Load(), p.log.LogStartOffset()
+	if fp.stateOK && version == fp.version && logStart == fp.logStart && p.log.LogEndOffset() == fp.state.FetchOffset {
+		return fp.state, true, false
+	}
+	st, ok = p.FetchState()
+	fp.state, fp.stateOK, fp.version, fp.logStart = st, ok, version, logStart
+	return st, ok, true
 }
 
 // fetcherConfig is what a fetcher is built from.
@@ -261,17 +289,29 @@ func (r fetchRound) keyOf(t *kmsg.FetchResponseTopic) fetchTopicKey {
 // false when no partition can be fetched now (all back off, or none is
 // left).
 func (f *fetcher) nextRound() (fetchRound, bool) {
-	due := f.duePartitions()
+	due, changed := f.duePartitions()
 	if len(due) == 0 {
 		return fetchRound{}, false
+	}
+	if !changed && f.parts != nil && f.session.incremental() {
+		// The same partitions as last round, each in the same state: the
+		// session's request lists nothing, and last round's partitions
+		// stand for the answer.
+		req := f.newFetchRequest(f.session.byID)
+		f.session.unchanged(req)
+		return fetchRound{req: req, parts: f.parts}, true
 	}
 	byID := true
 	for _, s := range due {
 		byID = byID && s.state.TopicID != [16]byte{}
 	}
 	req := f.newFetchRequest(byID)
-	parts := make(map[fetchPartKey]sent, len(due))
-	topicIdx := make(map[fetchTopicKey]int)
+	if f.parts == nil {
+		f.parts, f.topicIdx = make(map[fetchPartKey]sent, len(due)), make(map[fetchTopicKey]int)
+	}
+	clear(f.parts)
+	clear(f.topicIdx)
+	parts, topicIdx := f.parts, f.topicIdx
 	for _, s := range due {
 		key := fetchTopicKey{name: s.p.Topic}
 		if byID {
@@ -293,23 +333,35 @@ func (f *fetcher) nextRound() (fetchRound, bool) {
 }
 
 // duePartitions returns the partitions to fetch now with their fetch
-// states. Partitions no longer following this leader are dropped.
-func (f *fetcher) duePartitions() []sent {
+// states, and whether they or their states may differ from last round's
+// (changed false: the same partitions, each in the same state).
+// Partitions no longer following this leader are dropped.
+func (f *fetcher) duePartitions() (due []sent, changed bool) {
 	now := f.now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	due := make([]sent, 0, len(f.partitions))
+	due = f.due[:0]
 	for p, fp := range f.partitions {
-		st, ok := p.FetchState()
+		st, ok, fresh := fp.fetchState(p)
 		if !ok || st.Leader != f.leader {
 			delete(f.partitions, p)
+			changed = true
 			continue
 		}
-		if !now.Before(fp.delayUntil) && !f.throttled(p, fp) {
+		isDue := !now.Before(fp.delayUntil) && !f.throttled(p, fp)
+		if isDue != fp.due || (isDue && fresh) {
+			changed = true
+		}
+		fp.due = isDue
+		if isDue {
 			due = append(due, sent{p: p, state: st})
 		}
 	}
-	return due
+	// A partition removed since (remove) changes the count, unless
+	// another became due, which is a change of its own.
+	changed = changed || len(due) != len(f.due)
+	f.due = due
+	return due, changed
 }
 
 // newFetchRequest is a round's request without its topics.

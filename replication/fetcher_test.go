@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/storage"
@@ -319,5 +320,42 @@ func TestMetadataLagErrors(t *testing.T) {
 	}
 	if metadataLag(kerr.FencedLeaderEpoch) {
 		t.Error("FENCED_LEADER_EPOCH is not metadata lag: our epoch is the stale one")
+	}
+}
+
+// A round in an established session whose partitions and their states are
+// last round's lists nothing (and builds nothing over its partitions); an
+// answer carrying one of them is handled all the same, and the partition
+// is listed again once its state moved.
+func TestFetcherIdleRoundListsNothing(t *testing.T) {
+	r := newFetcherRig(t)
+	r.produce(2)
+	rd, _ := r.f.nextRound()
+	resp, _ := r.client.Fetch(context.Background(), rd.req)
+	resp.SessionID = 7 // the leader made a session
+	r.f.complete(rd, resp, nil)
+	moved, _ := r.f.nextRound()
+	if got := listed(moved.req); moved.req.SessionID != 7 || moved.req.SessionEpoch != 1 || len(got) != 1 ||
+		moved.req.Topics[0].Partitions[0].FetchOffset != 2 {
+		t.Fatalf("after an append: session %d epoch %d parts %v", moved.req.SessionID, moved.req.SessionEpoch, got)
+	}
+	empty := kmsg.NewPtrFetchResponse()
+	empty.SessionID = 7
+	r.f.complete(moved, empty, nil)
+	idle, _ := r.f.nextRound()
+	if got := listed(idle.req); idle.req.SessionEpoch != 2 || len(got) != 0 || len(idle.req.ForgottenTopics) != 0 {
+		t.Fatalf("idle round: epoch %d parts %v forgotten %v", idle.req.SessionEpoch, got, idle.req.ForgottenTopics)
+	}
+	// The leader answers the unlisted partition (its session has it).
+	r.produce(1)
+	data := fetchOverWire(r.leader, moved.req)
+	data.SessionID = 7
+	r.f.complete(idle, data, nil)
+	if _, leo, _ := r.follower.Offsets(); leo != 3 {
+		t.Fatalf("follower LEO %d after the idle round's answer, want 3", leo)
+	}
+	next, _ := r.f.nextRound()
+	if got := listed(next.req); len(got) != 1 || next.req.Topics[0].Partitions[0].FetchOffset != 3 || next.req.SessionEpoch != 3 {
+		t.Fatalf("after the answer: epoch %d parts %v", next.req.SessionEpoch, got)
 	}
 }

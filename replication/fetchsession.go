@@ -25,6 +25,8 @@ type fetchSession struct {
 	// sent holds each partition of the session with the parameters the
 	// leader has for it, in the order they were added.
 	sent map[fetchPartKey]sessionParams
+	// next is build's buffer for the next sent (the two swap each round).
+	next map[fetchPartKey]sessionParams
 }
 
 // sessionParams are the fetch parameters of a partition the leader keeps
@@ -47,7 +49,11 @@ func paramsOf(topic string, rp *kmsg.FetchRequestTopicPartition) sessionParams {
 // as the session's state, which a failure resets (onError, onResponse).
 func (s *fetchSession) build(req *kmsg.FetchRequest) {
 	byID := req.Version >= 13
-	next := make(map[fetchPartKey]sessionParams)
+	next := s.next
+	if next == nil {
+		next = make(map[fetchPartKey]sessionParams)
+	}
+	clear(next)
 	for ti := range req.Topics {
 		t := &req.Topics[ti]
 		for pi := range t.Partitions {
@@ -59,7 +65,7 @@ func (s *fetchSession) build(req *kmsg.FetchRequest) {
 			s.epoch = 0 // a new session, closing the one named by names (or ids)
 		}
 		req.SessionID, req.SessionEpoch = s.id, 0
-		s.epoch, s.byID, s.sent = 0, byID, next
+		s.epoch, s.byID, s.sent, s.next = 0, byID, next, s.sent
 		return
 	}
 	req.SessionID, req.SessionEpoch = s.id, s.epoch
@@ -79,10 +85,13 @@ func (s *fetchSession) build(req *kmsg.FetchRequest) {
 			req.Topics = append(req.Topics, t)
 		}
 	}
-	forgotten := map[fetchTopicKey]int{}
+	var forgotten map[fetchTopicKey]int
 	for k, p := range s.sent {
 		if _, ok := next[k]; ok {
 			continue
+		}
+		if forgotten == nil {
+			forgotten = map[fetchTopicKey]int{}
 		}
 		i, ok := forgotten[k.topic]
 		if !ok {
@@ -94,7 +103,18 @@ func (s *fetchSession) build(req *kmsg.FetchRequest) {
 		}
 		req.ForgottenTopics[i].Partitions = append(req.ForgottenTopics[i].Partitions, k.partition)
 	}
-	s.sent = next
+	s.sent, s.next = next, s.sent
+}
+
+// incremental reports whether the next request is an incremental one of
+// an established session.
+func (s *fetchSession) incremental() bool { return s.id != 0 && s.epoch != 0 }
+
+// unchanged makes req, without partitions, the session's next request
+// when the partitions to fetch and their parameters are last request's:
+// an incremental fetch listing nothing (the session must be incremental).
+func (s *fetchSession) unchanged(req *kmsg.FetchRequest) {
+	req.SessionID, req.SessionEpoch = s.id, s.epoch
 }
 
 func (s *fetchSession) keyOf(byID bool, t *kmsg.FetchRequestTopic, partition int32) fetchPartKey {

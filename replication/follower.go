@@ -132,6 +132,7 @@ func (p *Partition) followLeaderHW(leaderHW int64) (int64, bool) {
 // a leader change). It refuses for another epoch than the current one. The
 // log is cut (and fsynced) with roleMu held for reading and mu released.
 func (p *Partition) TruncateTo(leaderEpoch int32, offset int64) error {
+	defer p.version.Add(1) // the fetch state moved (fetcher.go)
 	p.roleMu.RLock()
 	defer p.roleMu.RUnlock()
 	if err := p.checkFollowerEpoch(leaderEpoch); err != nil {
@@ -164,6 +165,7 @@ func (p *Partition) TruncateTo(leaderEpoch int32, offset int64) error {
 // ResetTo empties the log and starts it at offset: the leader no longer has
 // the records we would fetch next (our LEO is below its log start).
 func (p *Partition) ResetTo(leaderEpoch int32, offset int64) error {
+	defer p.version.Add(1) // the fetch state moved (fetcher.go)
 	p.roleMu.RLock()
 	defer p.roleMu.RUnlock()
 	if err := p.checkFollowerEpoch(leaderEpoch); err != nil {

@@ -122,7 +122,7 @@ func (p *Partition) ReadReplicas(offset int64, currentLeaderEpoch int32) ([]Repl
 		if !isFollower || id == p.localID || f.LEO < offset || !slices.Contains(p.replicas, id) {
 			continue
 		}
-		views = append(views, ReplicaView{ID: id, LogEndOffset: f.LEO, SinceCaughtUp: now.Sub(f.LastCaughtUp)})
+		views = append(views, ReplicaView{ID: id, LogEndOffset: f.LEO, SinceCaughtUp: now.Sub(f.lastCaughtUp())})
 	}
 	return views, offsets, nil
 }

@@ -24,6 +24,46 @@ type FollowerProgress struct {
 	// caught up at that fetch's time.
 	lastFetchTime      time.Time
 	lastFetchLeaderLEO int64
+	// idle is the mark of the follower's session that skips this partition
+	// while nothing changes (idle.go), nil when none: the session's fetches
+	// count as caught-up times until it is released.
+	idle *IdleMark
+}
+
+// lastCaughtUp is LastCaughtUp with the fetches of the session that skips
+// the partition, which found the follower caught up (idle.go).
+func (f *FollowerProgress) lastCaughtUp() time.Time {
+	if f.idle != nil {
+		return maxTime(f.LastCaughtUp, f.idle.s.lastFetchTime())
+	}
+	return f.LastCaughtUp
+}
+
+// takeIdle releases f's idle mark, if any, keeping its caught-up time, and
+// returns the mark's session (nil: none), whose wake-ups the partition
+// still delivers (rewatchIdleLocked).
+func (f *FollowerProgress) takeIdle() *FollowerSession {
+	m := f.idle
+	if m == nil {
+		return nil
+	}
+	f.foldIdle()
+	m.released.Store(true)
+	return m.s
+}
+
+// foldIdle drops f's idle mark, keeping its caught-up time: the follower
+// fetched at the leader's log end, unchanged since, at the session's last
+// fetch.
+func (f *FollowerProgress) foldIdle() {
+	if f.idle == nil {
+		return
+	}
+	if t := f.idle.s.lastFetchTime(); !t.IsZero() {
+		f.LastCaughtUp = maxTime(f.LastCaughtUp, t)
+		f.lastFetchTime = maxTime(f.lastFetchTime, t)
+	}
+	f.idle = nil
 }
 
 // observeFetch records a follower fetch at fetchOffset, made at now, while the
@@ -56,7 +96,7 @@ func ShrinkCandidates(leader int32, isr []int32, followers map[int32]*FollowerPr
 			continue
 		}
 		f, ok := followers[id]
-		if !ok || now.Sub(f.LastCaughtUp) > lagMax {
+		if !ok || now.Sub(f.lastCaughtUp()) > lagMax {
 			out = append(out, id)
 		}
 	}

@@ -136,6 +136,10 @@ type ReadResult struct {
 	// Diverging is set (and no data returned) when a follower's log diverges
 	// from the leader's at its LastFetchedEpoch (KIP-320/KIP-595).
 	Diverging *EpochEndOffset
+	// Idle is set for a follower fetch of a session (FollowerFetch.Session)
+	// that found the partition idle: the session may skip it while the mark
+	// is unchanged (idle.go).
+	Idle *IdleMark
 }
 
 // EpochEndOffset is an answer of OffsetForLeaderEpoch.
@@ -215,6 +219,9 @@ type FollowerFetch struct {
 	CurrentLeaderEpoch int32 // -1: not given
 	MaxBytes           int32
 	MinOneBatch        bool
+	// Session is the follower's incremental fetch session, nil for a full
+	// or sessionless fetch: an idle partition gets a mark of it (idle.go).
+	Session *FollowerSession
 }
 
 // FetchReplica returns the replica id and broker epoch a Fetch request
@@ -241,7 +248,15 @@ func (p *Partition) UpdateFollowerAndRead(f FollowerFetch) (ReadResult, error) {
 	if err != nil || answered {
 		return answer, err
 	}
-	return p.readForFollower(f, epoch)
+	res, err := p.readForFollower(f, epoch)
+	if err != nil || len(res.Data) > 0 {
+		if answer.Idle != nil {
+			answer.Idle.Release()
+		}
+		return res, err
+	}
+	res.Idle = answer.Idle
+	return res, nil
 }
 
 // updateFollowerFetchState validates a follower fetch and records it. It
@@ -255,7 +270,7 @@ func (p *Partition) updateFollowerFetchState(f FollowerFetch) (epoch int32, answ
 		p.mu.Unlock()
 		return epoch, answer, answered, err
 	}
-	moved, change := p.observeFollowerLocked(f.ReplicaID, f.ReplicaEpoch, f.FetchOffset)
+	moved, change, idle := p.observeFollowerLocked(f.ReplicaID, f.ReplicaEpoch, f.FetchOffset, f.Session)
 	p.mu.Unlock()
 	if moved {
 		p.watchers.notify(HighWatermarkMoved)
@@ -263,7 +278,7 @@ func (p *Partition) updateFollowerFetchState(f FollowerFetch) (epoch int32, answ
 	if change != nil && p.proposeISR != nil {
 		p.proposeISR(p, *change)
 	}
-	return epoch, ReadResult{}, false, nil
+	return epoch, ReadResult{Idle: idle}, false, nil
 }
 
 // unreadableFetchLocked answers a follower fetch there is nothing to read
@@ -347,20 +362,29 @@ func (p *Partition) divergenceLocked(lastFetchedEpoch int32, fetchOffset int64) 
 
 // observeFollowerLocked records a follower's fetch at fetchOffset against
 // the leader's LEO now, then moves the HW and proposes an ISR expansion if
-// the follower caught up. Must be called with mu held for writing.
-func (p *Partition) observeFollowerLocked(id int32, brokerEpoch, fetchOffset int64) (hwMoved bool, change *AlterISR) {
+// the follower caught up. A fetch of a session (non-nil s) that finds the
+// partition idle gets a mark for the session (idle.go). Must be called with
+// mu held for writing.
+func (p *Partition) observeFollowerLocked(id int32, brokerEpoch, fetchOffset int64, s *FollowerSession) (hwMoved bool, change *AlterISR, idle *IdleMark) {
 	f, ok := p.followers[id]
 	if !ok {
 		f = &FollowerProgress{ID: id, LEO: -1}
 		p.followers[id] = f
 	}
-	f.observeFetch(fetchOffset, p.log.LogEndOffset(), p.now())
+	prev := f.takeIdle()
+	leo := p.log.LogEndOffset()
+	f.observeFetch(fetchOffset, leo, p.now())
 	f.BrokerEpoch = brokerEpoch
 	if brokerEpoch <= 0 {
 		f.BrokerEpoch = -1
 	}
 	moved := p.maybeAdvanceHWLocked()
-	return moved, p.maybeExpandISRLocked(f)
+	change = p.maybeExpandISRLocked(f)
+	if s != nil && p.idleLocked(f, fetchOffset, leo) {
+		idle = p.markIdleLocked(f, s, leo)
+	}
+	p.rewatchIdleLocked(prev, idle)
+	return moved, change, idle
 }
 
 // AlterISR is an ISR change for the controller (AlterPartition).
@@ -388,6 +412,7 @@ func (p *Partition) maybeExpandISRLocked(f *FollowerProgress) *AlterISR {
 	}
 	proposed := append(slices.Clone(p.isr.committed), f.ID)
 	p.isr.kind, p.isr.proposed = isrPendingExpand, proposed
+	p.bumpVersionLocked()
 	p.logger.Info("proposing ISR expansion", "follower", f.ID, "isr", p.isr.committed, "proposed", proposed)
 	// KIP-497: the new member counts for the HW at once.
 	p.maybeAdvanceHWLocked()
@@ -425,6 +450,7 @@ func (p *Partition) MaybeShrinkISR(lagMax time.Duration) {
 	}
 	proposed := without(p.isr.committed, out)
 	p.isr.kind, p.isr.proposed = isrPendingShrink, proposed
+	p.bumpVersionLocked()
 	p.logger.Info("proposing ISR shrink", "lagging", out, "isr", p.isr.committed, "proposed", proposed)
 	change := p.alterLocked(proposed)
 	p.mu.Unlock()
@@ -458,6 +484,7 @@ func (p *Partition) isrResultLocked(sent AlterISR, isr []int32, leaderEpoch, par
 	if !p.pendingLocked(sent) {
 		return false, false, false // a newer state has superseded this change
 	}
+	p.bumpVersionLocked()
 	if err != nil {
 		switch isrFailure(err) {
 		case isrNotApplied:

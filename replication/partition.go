@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -86,6 +87,11 @@ type Partition struct {
 	isrRetryAfter time.Time
 
 	watchers watchers // woken on append, HW move, role change
+
+	// version counts the changes of role, leader epoch, ISR and follower
+	// states (bumpVersionLocked, under mu): an idle mark stands while it is
+	// unchanged (idle.go).
+	version atomic.Uint64
 }
 
 // PartitionOptions configure a new Partition.
@@ -219,6 +225,7 @@ func (p *Partition) Unwatch(w *Waiter) { p.watchers.remove(w) }
 func (p *Partition) SetMinISR(n int32) {
 	p.mu.Lock()
 	p.minISR = max(n, 1)
+	p.bumpVersionLocked()
 	p.maybeAdvanceHWLocked()
 	p.mu.Unlock()
 	p.watchers.notify(HighWatermarkMoved)

@@ -24,6 +24,7 @@ func (p *Partition) transitionLocked(to Role, leader, epoch int32) (Role, error)
 		return from, fmt.Errorf("%s: %w %s -> %s", p, errIllegalTransition, from, to)
 	}
 	p.role, p.leader, p.leaderEpoch = to, leader, epoch
+	p.bumpVersionLocked()
 	return from, nil
 }
 
@@ -84,6 +85,7 @@ func (p *Partition) becomeLeaderLocked(st PartitionState, leo int64) error {
 	// Every follower's LEO is unknown until it fetches from us; until then the
 	// HW holds (HighWatermark treats missing LEOs so).
 	now := p.now()
+	p.dropIdleMarksLocked()
 	p.followers = make(map[int32]*FollowerProgress, len(st.Replicas))
 	for _, id := range st.Replicas {
 		if id != p.localID {
@@ -106,6 +108,7 @@ func (p *Partition) applyPartitionEpochLocked(st PartitionState) {
 	p.partitionEpoch = st.PartitionEpoch
 	p.replicas = slices.Clone(st.Replicas)
 	p.isr = isrState{committed: slices.Clone(st.ISR)}
+	p.bumpVersionLocked()
 	now := p.now()
 	for _, id := range st.Replicas {
 		if _, ok := p.followers[id]; !ok && id != p.localID && p.role == RoleLeader {
@@ -135,6 +138,7 @@ func (p *Partition) MakeFollower(st PartitionState) (bool, error) {
 	p.partitionEpoch = max(p.partitionEpoch, st.PartitionEpoch)
 	p.replicas = slices.Clone(st.Replicas)
 	p.isr = isrState{committed: slices.Clone(st.ISR)}
+	p.bumpVersionLocked()
 	if !changed {
 		return false, nil
 	}
@@ -148,6 +152,7 @@ func (p *Partition) becomeFollowerLocked(st PartitionState) error {
 	if err != nil {
 		return err
 	}
+	p.dropIdleMarksLocked()
 	p.followers = nil
 	p.logger.Info("became follower", "from", from, "leader", st.Leader, "leader_epoch", st.LeaderEpoch,
 		"leo", p.log.LogEndOffset(), "hw", p.log.HighWatermark())
@@ -172,6 +177,7 @@ func (p *Partition) becomeOfflineLocked() error {
 	if err != nil {
 		return err
 	}
+	p.dropIdleMarksLocked()
 	p.followers = nil
 	p.isr = isrState{committed: p.isr.committed}
 	p.logger.Info("went offline", "from", from, "leader_epoch", p.leaderEpoch,

@@ -21,15 +21,19 @@ type Options struct {
 	// NewID returns candidate session ids (default: random positive int32);
 	// the cache skips 0, negatives and ids in use.
 	NewID func() int32
+	// NewTracker, if set, makes the tracker of each new follower session:
+	// with one, a session skips its idle partitions (Result.Idle).
+	NewTracker func() Tracker
 }
 
 // Cache is a broker's fetch session cache. It is safe for concurrent use.
 //
 // Lock order: Cache.mu, then a Session's mu.
 type Cache struct {
-	maxSlots int
-	now      func() time.Time
-	newID    func() int32
+	maxSlots   int
+	now        func() time.Time
+	newID      func() int32
+	newTracker func() Tracker
 
 	mu            sync.Mutex // guards the fields below and the sessions' bookkeeping
 	sessions      map[int32]*Session
@@ -45,7 +49,8 @@ func New(opts Options) *Cache {
 	if opts.NewID == nil {
 		opts.NewID = func() int32 { return rand.Int32() }
 	}
-	return &Cache{maxSlots: max(opts.MaxSlots, 0), now: opts.Now, newID: opts.NewID, sessions: make(map[int32]*Session)}
+	return &Cache{maxSlots: max(opts.MaxSlots, 0), now: opts.Now, newID: opts.NewID, newTracker: opts.NewTracker,
+		sessions: make(map[int32]*Session)}
 }
 
 // Stats are the cache's gauges and counters (Kafka's
@@ -62,6 +67,20 @@ func (c *Cache) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return Stats{Sessions: len(c.sessions), Partitions: c.numPartitions, Evictions: c.evictions}
+}
+
+// NextEpoch returns the epoch the next request of session id must carry,
+// ok=false when there is no such session.
+func (c *Cache) NextEpoch(id int32) (epoch int32, ok bool) {
+	c.mu.Lock()
+	s, ok := c.sessions[id]
+	c.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epoch, true
 }
 
 // removeLocked drops a session. Must be called with mu held.
@@ -90,13 +109,30 @@ func (c *Cache) create(privileged, usesTopicIDs bool, parts []cachedPartition) *
 	if len(parts) == 0 {
 		return nil
 	}
+	s, victim := c.createLocking(privileged, usesTopicIDs, parts)
+	if victim != nil {
+		// Its partitions' idle marks go once the cache's lock is let go
+		// (the lock order is Cache.mu, Session.mu, then the partitions').
+		victim.releaseIdle()
+	}
+	return s
+}
+
+// createLocking is create under the cache's lock; it also returns the
+// session evicted for the new one.
+func (c *Cache) createLocking(privileged, usesTopicIDs bool, parts []cachedPartition) (s, victim *Session) {
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.sessions) >= c.maxSlots && !c.tryEvictLocked(privileged, len(parts), now) {
-		return nil
+	if len(c.sessions) >= c.maxSlots {
+		if victim = c.tryEvictLocked(privileged, len(parts), now); victim == nil {
+			return nil, nil
+		}
 	}
-	s := newSession(c.freshIDLocked(), privileged, usesTopicIDs, now)
+	s = newSession(c.freshIDLocked(), privileged, usesTopicIDs, now)
+	if privileged && c.newTracker != nil {
+		s.tracker = c.newTracker()
+	}
 	for i := range parts {
 		cp := parts[i]
 		if _, dup := s.byKey[cp.Key]; !dup {
@@ -105,7 +141,7 @@ func (c *Cache) create(privileged, usesTopicIDs bool, parts []cachedPartition) *
 	}
 	c.sessions[s.id] = s
 	c.touchLocked(s, now, s.order.Len())
-	return s
+	return s, victim
 }
 
 // freshIDLocked returns a positive id no session has. Must be called with
@@ -120,15 +156,16 @@ func (c *Cache) freshIDLocked() int32 {
 }
 
 // tryEvictLocked makes room for a new session of size partitions (Kafka's
-// FetchSessionCache.tryEvict). Must be called with mu held.
-func (c *Cache) tryEvictLocked(privileged bool, size int, now time.Time) bool {
+// FetchSessionCache.tryEvict) and returns the session evicted, nil when
+// none may go. Must be called with mu held.
+func (c *Cache) tryEvictLocked(privileged bool, size int, now time.Time) *Session {
 	victim := evictionVictim(c.sessions, privileged, size, now)
 	if victim == nil {
-		return false
+		return nil
 	}
 	c.removeLocked(victim)
 	c.evictions++
-	return true
+	return victim
 }
 
 // evictionVictim chooses the session to evict for a new one, nil if none

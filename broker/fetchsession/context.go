@@ -23,6 +23,33 @@ type Result struct {
 	ErrorCode                                       int16
 	PreferredReadReplica                            int32 // -1: none
 	Diverging                                       bool
+	// Idle, for a partition of a follower's incremental fetch, marks it
+	// idle: later fetches skip it while the mark is unchanged (nil: none).
+	Idle Idle
+}
+
+// Idle is a partition of a follower's session that had nothing to answer
+// and nothing to learn from the follower (replication.IdleMark): while it is
+// Unchanged, a fetch of the session would neither answer it nor change
+// anything by reading it, so the session skips it. Its methods are safe
+// for concurrent use and Release may be called more than once.
+type Idle interface {
+	Unchanged() bool
+	// Release is called when the session stops skipping the partition:
+	// before a fetch that reads it, or when the session forgets it or ends.
+	Release()
+}
+
+// Tracker is what a follower's session keeps for its idle partitions
+// (replication.FollowerSession), made by Options.NewTracker.
+type Tracker interface {
+	// Begin is called when an incremental fetch of the session begins,
+	// before its idle partitions are checked.
+	Begin()
+	// Fetched is called once the fetch has checked them and released the
+	// marks of the partitions it reads: the partitions still marked were
+	// skipped by the fetch begun last.
+	Fetched()
 }
 
 // Kind is how a fetch is served.
@@ -53,9 +80,11 @@ type Context struct {
 	cache        *Cache
 	follower     bool
 	usesTopicIDs bool
-	parts        []Partition        // Sessionless and Full
-	session      *Session           // Incremental
-	cached       []*cachedPartition // Incremental: the session's, in reading order
+	parts        []Partition // Sessionless and Full
+	session      *Session    // Incremental
+	// cached are, for an incremental fetch, the session's partitions it
+	// reads, in reading order: all but the idle ones it skips (Refresh).
+	cached []*cachedPartition
 }
 
 // NewContext validates a request's session fields and applies an
@@ -71,29 +100,79 @@ func (c *Cache) NewContext(r Request) *Context {
 		}
 		return &Context{Kind: kind, cache: c, follower: r.Follower, usesTopicIDs: r.Version >= 13, parts: r.Partitions}
 	}
+	x, release := c.incremental(r)
+	releaseAll(release)
+	if x.Kind == Incremental && x.session.tracker != nil {
+		x.session.tracker.Fetched()
+	}
+	return x
+}
+
+// incremental applies an incremental request to its session and returns
+// the context with the idle marks to release, once no lock is held. The
+// session's partitions are checked with the cache's lock let go.
+func (c *Cache) incremental(r Request) (*Context, []Idle) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	s, ok := c.sessions[r.SessionID]
 	if !ok {
-		return failed(kerr.FetchSessionIDNotFound.Code)
+		c.mu.Unlock()
+		return failed(kerr.FetchSessionIDNotFound.Code), nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case s.epoch != r.Epoch:
-		return failed(kerr.InvalidFetchSessionEpoch.Code)
+		c.mu.Unlock()
+		return failed(kerr.InvalidFetchSessionEpoch.Code), nil
 	case s.usesTopicIDs != (r.Version >= 13):
-		return failed(kerr.FetchSessionTopicIDError.Code)
+		c.mu.Unlock()
+		return failed(kerr.FetchSessionTopicIDError.Code), nil
 	}
-	s.updateLocked(r.Partitions, r.Forgotten)
+	if s.tracker != nil {
+		s.tracker.Begin()
+	}
+	release := s.updateLocked(r.Partitions, r.Forgotten, nil)
 	if s.order.Len() == 0 {
 		c.removeLocked(s)
-		return &Context{Kind: Sessionless, cache: c, follower: r.Follower, usesTopicIDs: r.Version >= 13}
+		c.mu.Unlock()
+		return &Context{Kind: Sessionless, cache: c, follower: r.Follower, usesTopicIDs: r.Version >= 13}, release
 	}
 	c.touchLocked(s, c.now(), s.order.Len())
+	c.mu.Unlock()
 	s.epoch = NextEpoch(s.epoch)
-	return &Context{Kind: Incremental, cache: c, follower: r.Follower, usesTopicIDs: s.usesTopicIDs,
-		session: s, cached: s.partitionsLocked()}
+	x := &Context{Kind: Incremental, cache: c, follower: r.Follower, usesTopicIDs: s.usesTopicIDs, session: s}
+	x.cached, release = s.toReadLocked(make([]*cachedPartition, 0, min(s.order.Len(), len(r.Partitions)+8)), release)
+	return x, release
+}
+
+// Tracker is the session's tracker of idle partitions, for an incremental
+// fetch of a follower's session that has one; nil otherwise.
+func (x *Context) Tracker() Tracker {
+	if x.Kind != Incremental {
+		return nil
+	}
+	return x.session.tracker
+}
+
+// Refresh, for an incremental fetch, checks the idle partitions it skipped
+// again (its tracker was woken: one may have changed) and reports whether
+// it now reads more of them. Len and Partition change with it: the fetch
+// reads its partitions again before answering.
+func (x *Context) Refresh() bool {
+	if x.Kind != Incremental {
+		return false
+	}
+	s := x.session
+	s.mu.Lock()
+	before := len(x.cached)
+	cached, release := s.toReadLocked(make([]*cachedPartition, 0, before+len(x.cached)/4+4), nil)
+	grew := len(cached) > before
+	if grew {
+		x.cached = cached
+	}
+	s.mu.Unlock()
+	releaseAll(release)
+	return grew
 }
 
 func failed(code int16) *Context { return &Context{Kind: Failed, ErrorCode: code} }
@@ -101,9 +180,13 @@ func failed(code int16) *Context { return &Context{Kind: Failed, ErrorCode: code
 // remove closes session id, if it exists.
 func (c *Cache) remove(id int32) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if s, ok := c.sessions[id]; ok {
+	s, ok := c.sessions[id]
+	if ok {
 		c.removeLocked(s)
+	}
+	c.mu.Unlock()
+	if ok {
+		s.releaseIdle()
 	}
 }
 
@@ -148,21 +231,42 @@ func (x *Context) Respond(results []Result, keep []bool) int32 {
 		return 0
 	case Sessionless:
 		fillTrue(keep)
+		releaseResults(results)
 		return 0
 	case Full:
 		fillTrue(keep)
+		releaseResults(results)
 		return x.createSession(results)
 	}
 	s := x.session
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	var release []Idle
 	for i, cp := range x.cached {
 		keep[i] = cp.news(results[i], true)
 		if keep[i] && results[i].Records {
 			s.toBackLocked(cp.Key)
 		}
+		release = cp.dropIdle(release)
+		if m := results[i].Idle; m != nil {
+			if e, ok := s.byKey[cp.Key]; ok && e.Value == cp && !results[i].Records && results[i].ErrorCode == 0 && !results[i].Diverging {
+				cp.idle = m
+			} else {
+				release = append(release, m)
+			}
+		}
 	}
+	s.mu.Unlock()
+	releaseAll(release)
 	return s.id
+}
+
+// releaseResults releases the idle marks of results no session keeps.
+func releaseResults(results []Result) {
+	for _, r := range results {
+		if r.Idle != nil {
+			r.Idle.Release()
+		}
+	}
 }
 
 func (x *Context) createSession(results []Result) int32 {

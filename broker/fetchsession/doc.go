@@ -17,7 +17,11 @@
 // reads every partition of the session, in the session's order, and answers
 // only those with news: records, a changed high watermark, last stable
 // offset or log start offset, an error, a preferred read replica or a
-// diverging epoch. A partition that returned records moves to the end of
+// diverging epoch. A follower's session (with a Tracker) skips its idle
+// partitions: one whose last read found the follower caught up and nothing
+// to answer carries an Idle mark, and is not read while the mark is
+// unchanged (replication/idle.go; Kafka reads them all), so that an idle
+// session's fetch costs next to nothing per partition. A partition that returned records moves to the end of
 // the session, so that a response full to MaxBytes does not starve the
 // partitions after it.
 //

@@ -57,6 +57,20 @@ type cachedPartition struct {
 	highWatermark    int64
 	lastStableOffset int64
 	logStartOffset   int64
+	// idle is the mark of a follower session's partition that had nothing
+	// to answer and nothing to learn at its last read: fetches skip it
+	// while it is unchanged (nil: read it).
+	idle Idle
+}
+
+// dropIdle releases c's idle mark, if any, into release (the marks are
+// released once the session's lock is let go).
+func (c *cachedPartition) dropIdle(release []Idle) []Idle {
+	if c.idle != nil {
+		release = append(release, c.idle)
+		c.idle = nil
+	}
+	return release
 }
 
 // news reports whether r must be answered to a fetcher that last heard
@@ -91,6 +105,10 @@ type Session struct {
 	// who may evict the session while it is not stale.
 	evictableByPrivileged, evictableByAll bool
 
+	// tracker follows a follower session's idle partitions (nil for a
+	// consumer's session, or without Options.NewTracker).
+	tracker Tracker
+
 	mu    sync.Mutex // guards the fields below
 	epoch int32      // the epoch the next request must carry
 	order *list.List // of *cachedPartition, the order partitions are read in
@@ -107,42 +125,73 @@ func newSession(id int32, privileged, usesTopicIDs bool, now time.Time) *Session
 // ID is the session's id.
 func (s *Session) ID() int32 { return s.id }
 
-// addLocked adds or updates a partition's request parameters. Must be
-// called with mu held.
-func (s *Session) addLocked(p Partition) *cachedPartition {
+// addLocked adds or updates a partition's request parameters; a listed
+// partition is read (its idle mark goes to release). Must be called with
+// mu held.
+func (s *Session) addLocked(p Partition, release []Idle) []Idle {
 	if e, ok := s.byKey[p.Key]; ok {
 		c := e.Value.(*cachedPartition)
 		c.Params = p.Params
-		return c
+		return c.dropIdle(release)
 	}
 	c := &cachedPartition{Partition: p, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1}
 	s.byKey[p.Key] = s.order.PushBack(c)
-	return c
+	return release
 }
 
 // updateLocked merges an incremental request: listed partitions are added
-// or take the request's parameters, forgotten ones go. Must be called with
-// mu held.
-func (s *Session) updateLocked(listed []Partition, forgotten []Key) {
+// or take the request's parameters, forgotten ones go. The idle marks of
+// both are appended to release. Must be called with mu held.
+func (s *Session) updateLocked(listed []Partition, forgotten []Key, release []Idle) []Idle {
 	for _, p := range listed {
-		s.addLocked(p)
+		release = s.addLocked(p, release)
 	}
 	for _, k := range forgotten {
 		if e, ok := s.byKey[k]; ok {
+			release = e.Value.(*cachedPartition).dropIdle(release)
 			s.order.Remove(e)
 			delete(s.byKey, k)
 		}
 	}
+	return release
 }
 
-// partitionsLocked lists the session's partitions in reading order. Must be
-// called with mu held.
-func (s *Session) partitionsLocked() []*cachedPartition {
-	out := make([]*cachedPartition, 0, s.order.Len())
+// toReadLocked lists, in reading order, the session's partitions a fetch
+// reads: all but those whose idle mark is unchanged. The marks of the
+// others, changed, go to release. Must be called with mu held.
+func (s *Session) toReadLocked(out []*cachedPartition, release []Idle) ([]*cachedPartition, []Idle) {
 	for e := s.order.Front(); e != nil; e = e.Next() {
-		out = append(out, e.Value.(*cachedPartition))
+		c := e.Value.(*cachedPartition)
+		if c.idle != nil && c.idle.Unchanged() {
+			continue
+		}
+		release = c.dropIdle(release)
+		out = append(out, c)
 	}
-	return out
+	return out, release
+}
+
+// idleLocked appends the idle marks of every partition to release and
+// forgets them: the session ends. Must be called with mu held.
+func (s *Session) idleLocked(release []Idle) []Idle {
+	for e := s.order.Front(); e != nil; e = e.Next() {
+		release = e.Value.(*cachedPartition).dropIdle(release)
+	}
+	return release
+}
+
+// releaseIdle releases every idle mark of an ended session.
+func (s *Session) releaseIdle() {
+	s.mu.Lock()
+	release := s.idleLocked(nil)
+	s.mu.Unlock()
+	releaseAll(release)
+}
+
+func releaseAll(marks []Idle) {
+	for _, m := range marks {
+		m.Release()
+	}
 }
 
 // toBackLocked moves a partition that returned records behind the others.
