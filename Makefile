@@ -24,6 +24,10 @@ FUZZ_SECURITY ?= 20000x
 # __share_group_state records, state batches, a share-partition's
 # operations, share.auto.offset.reset; 1-12 s each, about 20-40 s together.
 FUZZ_SHARE    ?= 10000x
+# Minimizing a new interesting input may take Go's default 60 s (seen: FuzzDispatch
+# sat for 55 s at one exec count); the corpus gains nothing from it in a short run.
+# A count, for the same reason as the budgets.
+FUZZ_MINIMIZE ?= 500x
 SHARE_FUZZ    := FuzzDecodeRecord:./broker/share FuzzDecodeRecord:./broker/sharestate FuzzCombineBatches:./broker/sharestate \
 	FuzzPartitionOps:./broker/sharepartition FuzzParseAutoOffsetReset:./broker/shareconfig
 SECURITY_FUZZ := FuzzACLRequests:./security/acl FuzzParse:./security/jaas FuzzPlainMessage:./security/sasl/plain \
@@ -151,26 +155,26 @@ chaos-short: build
 	KBROKER_BIN=$(CURDIR)/$(BIN) KBROKER_CHAOS=short $(GO) test -count=1 -v -timeout 5m -run '^TestShortRun$$' ./compat-tests/chaos/
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZ_PARSE) ./protocol/
-	$(GO) test -run '^$$' -fuzz '^FuzzBatches$$' -fuzztime $(FUZZ_BATCHES) ./record/
-	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZ_RECORDS) ./record/
-	$(GO) test -run '^$$' -fuzz '^FuzzControl$$' -fuzztime $(FUZZ_CONTROL) ./record/
-	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) ./broker/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAbortedTxns$$' -fuzztime $(FUZZ_TXN) ./storage/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZ_TXN) ./broker/txn/
-	$(GO) test -run '^$$' -fuzz '^FuzzFetchSessions$$' -fuzztime $(FUZZ_SESSIONS) ./broker/
-	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PROPS) ./internal/properties/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZ_PARSE) -fuzzminimizetime $(FUZZ_MINIMIZE) ./protocol/
+	$(GO) test -run '^$$' -fuzz '^FuzzBatches$$' -fuzztime $(FUZZ_BATCHES) -fuzzminimizetime $(FUZZ_MINIMIZE) ./record/
+	$(GO) test -run '^$$' -fuzz '^FuzzRecords$$' -fuzztime $(FUZZ_RECORDS) -fuzzminimizetime $(FUZZ_MINIMIZE) ./record/
+	$(GO) test -run '^$$' -fuzz '^FuzzControl$$' -fuzztime $(FUZZ_CONTROL) -fuzzminimizetime $(FUZZ_MINIMIZE) ./record/
+	$(GO) test -run '^$$' -fuzz '^FuzzDispatch$$' -fuzztime $(FUZZ_DISPATCH) -fuzzminimizetime $(FUZZ_MINIMIZE) ./broker/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeAbortedTxns$$' -fuzztime $(FUZZ_TXN) -fuzzminimizetime $(FUZZ_MINIMIZE) ./storage/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZ_TXN) -fuzzminimizetime $(FUZZ_MINIMIZE) ./broker/txn/
+	$(GO) test -run '^$$' -fuzz '^FuzzFetchSessions$$' -fuzztime $(FUZZ_SESSIONS) -fuzzminimizetime $(FUZZ_MINIMIZE) ./broker/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZ_PROPS) -fuzzminimizetime $(FUZZ_MINIMIZE) ./internal/properties/
 	@for t in $(SECURITY_FUZZ); do \
-		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SECURITY) $${t#*:}"; \
-		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SECURITY) $${t#*:} || exit 1; \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SECURITY) -fuzzminimizetime $(FUZZ_MINIMIZE) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SECURITY) -fuzzminimizetime $(FUZZ_MINIMIZE) $${t#*:} || exit 1; \
 	done
 	@for t in $(QUOTA_FUZZ); do \
-		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_QUOTA) $${t#*:}"; \
-		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_QUOTA) $${t#*:} || exit 1; \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_QUOTA) -fuzzminimizetime $(FUZZ_MINIMIZE) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_QUOTA) -fuzzminimizetime $(FUZZ_MINIMIZE) $${t#*:} || exit 1; \
 	done
 	@for t in $(SHARE_FUZZ); do \
-		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SHARE) $${t#*:}"; \
-		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SHARE) $${t#*:} || exit 1; \
+		echo "$(GO) test -run '^$$' -fuzz '^$${t%%:*}$$' -fuzztime $(FUZZ_SHARE) -fuzzminimizetime $(FUZZ_MINIMIZE) $${t#*:}"; \
+		$(GO) test -run '^$$' -fuzz "^$${t%%:*}\$$" -fuzztime $(FUZZ_SHARE) -fuzzminimizetime $(FUZZ_MINIMIZE) $${t#*:} || exit 1; \
 	done
 
 # Benchmarks (issues 8 and 20; not part of make test). make bench runs both
