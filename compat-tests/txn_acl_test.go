@@ -2,6 +2,7 @@ package compat
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -44,6 +45,15 @@ func TestTxnACLs(t *testing.T) {
 	m.ProducerID, m.ProducerEpoch, m.Committed, m.CoordinatorEpoch = 1, 0, true, 1000
 	m.Topics = []kmsg.WriteTxnMarkersRequestMarkerTopic{{Topic: topic, Partitions: []int32{0}}}
 	req.Markers = append(req.Markers, m)
+	// EndTxn is answered once PrepareCommit is written; the commit marker
+	// lands after it. Wait for it (the record and its marker: end offset 2)
+	// so that only a refused marker could move the end offset below.
+	waitFor(t, 30*time.Second, "alice's commit marker", func() error {
+		if end := endOffset(t, adm, topic); end != 2 {
+			return fmt.Errorf("end offset %d, want 2", end)
+		}
+		return nil
+	})
 	before := endOffset(t, adm, topic)
 	resp, err := alice.Request(ctx, req)
 	must(t, err, "WriteTxnMarkers")
