@@ -144,7 +144,7 @@ func suiteCmd(ctx context.Context, args []string) error {
 	var cfg suiteConfig
 	fs.StringVar(&cfg.Kbroker, "kbroker", "../bin/kbroker", "kbroker binary")
 	fs.StringVar(&cfg.KbrokerB, "kbroker-b", "", "a second kbroker build, run as target kbroker-b (an A/B of a change)")
-	fs.StringVar(&cfg.PprofBin, "pprof-bin", "", "pprofbroker binary: profile kbroker under w1, w2 and qs-share (empty: no profiles)")
+	fs.StringVar(&cfg.PprofBin, "pprof-bin", "", "pprofbroker binary: profile kbroker under w1, w2, w4 and qs-share (empty: no profiles)")
 	fs.StringVar(&cfg.Out, "out", "out", "results directory (report.md, results.json, profiles/)")
 	fs.IntVar(&cfg.Reps, "reps", 3, "measured repetitions per target")
 	fs.IntVar(&cfg.WarmupReps, "warmup-reps", 1, "unmeasured repetitions of each workload group on each target before the measured ones")

@@ -2,7 +2,7 @@ package main
 
 // The profiling pass: kbroker has no pprof endpoint, so the suite runs
 // bench/pprofbroker (kbroker's broker package plus net/http/pprof) under w1,
-// w2 and qs-share (the share group's read, its topic filled first; after the same warm-up repetitions as the measured runs), takes a
+// w2, w4 and qs-share (the share group's read, its topic filled first; after the same warm-up repetitions as the measured runs), takes a
 // CPU profile and a delta allocation profile of every broker from the start
 // of the timed records for as long as kbroker's median run took, and prints
 // go tool pprof's tops.

@@ -278,7 +278,7 @@ func (s *suite) extras(ctx context.Context) {
 	if s.cfg.PprofBin == "" {
 		return
 	}
-	for _, w := range []string{"w1", "w2", "qs-share"} {
+	for _, w := range profiledWorkloads {
 		if s.enabled(w) && (s.ws[w].reads == "" || s.enabled(s.ws[w].reads)) {
 			if err := s.profile(ctx, w); err != nil {
 				fmt.Fprintf(s.out, "\nprofile of %s failed: %v\n", w, err)
@@ -286,6 +286,11 @@ func (s *suite) extras(ctx context.Context) {
 		}
 	}
 }
+
+// profiledWorkloads are the workloads profiled with --pprof-bin: w4 for
+// the small-request path (issue 20), where kbroker spends the most CPU per
+// byte.
+var profiledWorkloads = []string{"w1", "w2", "w4", "qs-share"}
 
 func (s *suite) enabled(w string) bool { return slices.Contains(s.cfg.Workloads, w) }
 

@@ -259,3 +259,17 @@ func checkOrder(t *testing.T, seen []runRecord, targets []targetKind) {
 		}
 	}
 }
+
+// Every profiled workload is one the suite defines (a misspelt name would
+// be skipped without a word), and w4, the small-request path, is among them.
+func TestProfiledWorkloadsExist(t *testing.T) {
+	ws := workloads(defaultCaps, time.Minute, scaleConfig{})
+	for _, w := range profiledWorkloads {
+		if _, ok := ws[w]; !ok {
+			t.Errorf("profiled workload %q is not a workload of the suite", w)
+		}
+	}
+	if !slices.Contains(profiledWorkloads, "w4") {
+		t.Error("w4 is not profiled")
+	}
+}

@@ -78,6 +78,10 @@ type Broker struct {
 	fs vfs.FS
 
 	wg sync.WaitGroup // owned goroutines (listener loops, metrics server)
+
+	// brokerAddrs caches interBrokerAddr's answers: every replica fetch
+	// asks for its leader's address (options.go).
+	brokerAddrs brokerAddrCache
 }
 
 // New builds a broker from cfg; Start runs it.

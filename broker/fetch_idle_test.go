@@ -275,3 +275,88 @@ func TestConsoleSamplesThroughputCountersOnly(t *testing.T) {
 		t.Fatalf("records in %v, want 3", recordsIn)
 	}
 }
+
+// fetchAt is follower 2's incremental fetch of session (id, sessionEpoch)
+// listing partition 0 of topicID at offset, with a long poll of maxWait ms.
+func fetchAt(topicID [16]byte, leaderEpoch, id, sessionEpoch int32, offset int64, maxWait int32) *kmsg.FetchRequest {
+	req := replicaFetch(topicID, leaderEpoch, id, sessionEpoch, 0, maxWait)
+	rt := kmsg.NewFetchRequestTopic()
+	rt.TopicID = topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch = 0, offset, 1<<20, leaderEpoch, leaderEpoch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// A follower fetch whose only news is the HW its own fetch moved is not
+// answered at once (that answer and the follower's next fetch were two of
+// the ten messages of every acks=all record at RF=3): the next append
+// answers it with its records and the new HW together, and without an
+// append the news goes out after followerNewsLinger, not at MaxWait.
+func TestFollowerHWNewsRidesWithNextAppend(t *testing.T) {
+	br := startTestBroker(t)
+	topicID, epoch := leadWithFollower(t, br, "news", 1)
+	part, _ := br.replicas.Partition("news", 0)
+	appendOne := func() {
+		t.Helper()
+		if _, err := part.AppendAsLeader(produceBatches(t, 1), 1, storage.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := runRequest(t, br, replicaFetch(topicID, epoch, 0, 0, 1, 0)).(*kmsg.FetchResponse).SessionID
+	appendOne()
+	if resp := runRequest(t, br, fetchAt(topicID, epoch, id, 1, 0, 0)).(*kmsg.FetchResponse); answered(resp) != 1 {
+		t.Fatalf("fetch at 0 answered %d partitions, want the record", answered(resp))
+	}
+
+	// The follower acknowledges offset 0 (fetch at 1): the HW moves to 1,
+	// news for its session, but no record to send.
+	parsed, err := protocol.ParseRequest(encodeFrame(fetchAt(topicID, epoch, id, 2, 1, 60_000)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed.Conn = &protocol.ConnInfo{ID: 1, Listener: "PLAINTEXT"}
+	resp := br.dispatch.Handle(context.Background(), parsed)
+	if hw, _, _ := part.Offsets(); hw != 1 {
+		t.Fatalf("leader HW %d after the follower's fetch at 1, want 1", hw)
+	}
+	if resp.Later == nil {
+		t.Fatal("a fetch with HW news and no records was answered at once, not held for the next append")
+	}
+	appendOne()
+	body := resp.Later(context.Background()).(*kmsg.FetchResponse)
+	if answered(body) != 1 {
+		t.Fatalf("long poll answered %d partitions, want 1", answered(body))
+	}
+	p := body.Topics[0].Partitions[0]
+	if len(p.RecordBatches) == 0 || p.HighWatermark != 1 {
+		t.Fatalf("long poll answer: %d record bytes, HW %d; want the second record with HW 1", len(p.RecordBatches), p.HighWatermark)
+	}
+	if resp.Done != nil {
+		resp.Done()
+	}
+
+	// Acknowledging offset 1 moves the HW to 2; nothing else is appended:
+	// the news is answered after the linger, long before MaxWait (120 s).
+	done := make(chan *kmsg.FetchResponse, 1)
+	go func() {
+		body, err := dispatchRequest(br, &protocol.ConnInfo{ID: 2, Listener: "PLAINTEXT"}, fetchAt(topicID, epoch, id, 3, 2, 120_000))
+		if err != nil {
+			done <- nil
+			return
+		}
+		done <- body.(*kmsg.FetchResponse)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	select {
+	case body := <-done:
+		if body == nil || answered(body) != 1 || body.Topics[0].Partitions[0].HighWatermark != 2 ||
+			len(body.Topics[0].Partitions[0].RecordBatches) != 0 {
+			t.Fatalf("news-only answer %+v, want partition 0 with HW 2 and no records", body)
+		}
+	case <-ctx.Done():
+		t.Fatal("HW news without an append waited for MaxWait (120 s)")
+	}
+}

@@ -142,8 +142,9 @@ func withIdle(r fetchsession.Result, fr *fetchRead, i int) fetchsession.Result {
 }
 
 // hasNews reports whether a read (of fs.read) holds a partition an
-// incremental follower fetch must hear of now: a follower learns the high
-// watermark and log start offset as they move, not a replica.fetch.wait.max.ms
+// incremental follower fetch must hear of soon: a follower learns the high
+// watermark and log start offset within followerNewsLinger of their move,
+// with the next append when one comes first, not a replica.fetch.wait.max.ms
 // later (the effect of Kafka's KIP-1166 with a session's memory).
 func (fs fetchSession) hasNews(fr *fetchRead) bool {
 	if fs.ctx.Kind != fetchsession.Incremental || !fs.ctx.Privileged() {

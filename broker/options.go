@@ -1,12 +1,13 @@
 package broker
 
 import (
-	"fmt"
 	"math"
 	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kbroker/kbroker/config"
@@ -159,10 +160,40 @@ func (b *Broker) interBrokerAddr(id int32) (string, bool) {
 	}
 	for _, ep := range br.Listeners {
 		if ep.Name == b.cfg.InterBrokerListenerName {
-			return fmt.Sprintf("%s:%d", ep.Host, ep.Port), true
+			return b.brokerAddrs.addr(id, ep.Host, ep.Port), true
 		}
 	}
 	return "", false
+}
+
+// brokerAddrCache holds the "host:port" last formatted for each broker:
+// the replica fetchers ask for their leader's address before every fetch,
+// and formatting it was two allocations each time.
+type brokerAddrCache struct {
+	mu    sync.Mutex // guards addrs
+	addrs map[int32]brokerAddr
+}
+
+type brokerAddr struct {
+	host string
+	port int32
+	addr string
+}
+
+// addr returns host:port, formatted anew only when broker id's endpoint
+// changed.
+func (c *brokerAddrCache) addr(id int32, host string, port int32) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a, ok := c.addrs[id]; ok && a.host == host && a.port == port {
+		return a.addr
+	}
+	if c.addrs == nil {
+		c.addrs = make(map[int32]brokerAddr)
+	}
+	a := brokerAddr{host: host, port: port, addr: host + ":" + strconv.Itoa(int(port))}
+	c.addrs[id] = a
+	return a.addr
 }
 
 // uncleanDefault is the broker-level unclean.leader.election.enable the

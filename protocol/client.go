@@ -41,6 +41,23 @@ type Client struct {
 	buf         []byte          // request encoding, reused
 	respBuf     []byte          // response frames, reused when reuseFrames: see Request
 	within      time.Duration   // the timeout of the call in progress (RequestWithin), 0: none
+	// watch is the registration that fails the round trip in progress on
+	// watchNC when watchCtx ends: one per context and connection, not one
+	// per request (a replica fetcher sends every fetch with one context).
+	watchCtx  context.Context
+	watchNC   net.Conn
+	watch     *ctxWatch
+	watchStop func() bool
+	watches   int // registrations made, for tests
+}
+
+// ctxWatch is one registration of watchLocked. Its callback moves the
+// deadline only while the registration is live, under mu: once unwatched,
+// a callback that had already started cannot touch the deadline of a later
+// round trip.
+type ctxWatch struct {
+	mu   sync.Mutex
+	live bool // guarded by mu
 }
 
 // NewClient returns a client for addr. It connects lazily.
@@ -135,6 +152,7 @@ func (c *Client) Close() {
 }
 
 func (c *Client) closeLocked() {
+	c.unwatchLocked()
 	if c.nc != nil {
 		c.nc.Close()
 		c.nc = nil
@@ -187,12 +205,16 @@ func (c *Client) negotiateLocked(ctx context.Context) error {
 }
 
 func (c *Client) roundTripLocked(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	// Watch first: once the watch of an earlier request's context is
+	// ended, nothing but this request's own watch moves the deadline.
+	c.watchLocked(ctx)
 	c.nc.SetDeadline(c.deadlineLocked(ctx))
-	// The callback may run after this round trip ended and the connection
-	// was closed and dropped: it holds its own reference, not c.nc.
-	nc := c.nc
-	stop := context.AfterFunc(ctx, func() { nc.SetDeadline(time.Now()) })
-	defer stop()
+	// After the deadline is set: a ctx that ends from here on fails the
+	// round trip through the watch; one that ended before (its watch may
+	// have fired between requests) is seen here.
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("request to %s: %w", c.addr, err)
+	}
 
 	c.correlation++
 	corr := c.correlation
@@ -217,6 +239,44 @@ func (c *Client) roundTripLocked(ctx context.Context, req kmsg.Request) (kmsg.Re
 		return nil, fmt.Errorf("%w: correlation id %d, want %d", ErrBadFrame, got, corr)
 	}
 	return c.decodeResponse(req, &rd)
+}
+
+// watchLocked makes the end of ctx fail the round trip in progress on the
+// connection: it moves the connection's deadline to now. The registration
+// stays for the next requests with the same ctx on the same connection.
+func (c *Client) watchLocked(ctx context.Context) {
+	if ctx.Done() == nil { // never ends
+		return
+	}
+	if c.watch != nil && c.watchCtx == ctx && c.watchNC == c.nc {
+		return
+	}
+	c.unwatchLocked()
+	// The callback may run after the connection was closed and dropped:
+	// it holds its own reference, not c.nc.
+	nc, w := c.nc, &ctxWatch{live: true}
+	c.watchStop = context.AfterFunc(ctx, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.live {
+			nc.SetDeadline(time.Now())
+		}
+	})
+	c.watchCtx, c.watchNC, c.watch = ctx, nc, w
+	c.watches++
+}
+
+// unwatchLocked ends the registration, if any: when it returns, its
+// callback has moved the deadline already or never will.
+func (c *Client) unwatchLocked() {
+	if c.watch == nil {
+		return
+	}
+	c.watchStop()
+	c.watch.mu.Lock()
+	c.watch.live = false
+	c.watch.mu.Unlock()
+	c.watchCtx, c.watchNC, c.watch, c.watchStop = nil, nil, nil, nil
 }
 
 // deadlineLocked is when the call in progress gives up: the earlier of

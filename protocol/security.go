@@ -100,10 +100,15 @@ func (c *ConnInfo) Principal() principal.Principal {
 // setPrincipal is called by the reader after each request that may have
 // changed the session's principal (authentication completes on the
 // reader; Later closures on the writer read it).
+// An unchanged principal costs no allocation: storing &p would move p to
+// the heap on every call, once per request.
 func (c *ConnInfo) setPrincipal(p principal.Principal) {
-	if cur := c.principal.Load(); cur == nil || *cur != p {
-		c.principal.Store(&p)
+	if cur := c.principal.Load(); cur != nil && *cur == p {
+		return
 	}
+	np := new(principal.Principal)
+	*np = p
+	c.principal.Store(np)
 }
 
 // ServeAuthentication authenticates a connection that no Server serves

@@ -347,3 +347,19 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// The reader sets the connection's principal after every request: an
+// unchanged one costs no allocation; a changed one is seen.
+func TestSetPrincipalUnchangedAllocatesNothing(t *testing.T) {
+	var c ConnInfo
+	alice := principal.Principal{Type: "User", Name: "alice"}
+	c.setPrincipal(alice)
+	if n := testing.AllocsPerRun(100, func() { c.setPrincipal(alice) }); n != 0 {
+		t.Fatalf("setPrincipal of the same principal: %v allocations, want 0", n)
+	}
+	bob := principal.Principal{Type: "User", Name: "bob"}
+	c.setPrincipal(bob)
+	if got := c.Principal(); got != bob {
+		t.Fatalf("principal %v after setting %v", got, bob)
+	}
+}

@@ -205,6 +205,27 @@ func TestFrame(t *testing.T) {
 	}
 }
 
+// FrameOK answers as Frame does, and its no costs no allocation: a log
+// reader asks it at the end of what it may read on every fetch.
+func TestFrameOK(t *testing.T) {
+	a := spec(1, 1).build(t)
+	zeroed := make([]byte, 2*BatchHeaderSize)
+	corrupt := bytes.Clone(a)
+	corrupt[offBatchLength] = 0xff // a negative length
+	for _, in := range [][]byte{nil, a[:LogOverhead-1], a[:len(a)-1], zeroed, corrupt, a, append(bytes.Clone(a), 1, 2, 3)} {
+		fh, fsize, err := Frame(in)
+		oh, osize, ok := FrameOK(in)
+		if ok != (err == nil) || oh != fh || osize != fsize {
+			t.Fatalf("FrameOK %+v %d %v, Frame %+v %d %v", oh, osize, ok, fh, fsize, err)
+		}
+	}
+	for _, in := range [][]byte{nil, a[:len(a)-1], zeroed} {
+		if n := testing.AllocsPerRun(100, func() { FrameOK(in) }); n != 0 {
+			t.Fatalf("FrameOK of %d bytes without a whole batch: %v allocations, want 0", len(in), n)
+		}
+	}
+}
+
 func TestWholeBatches(t *testing.T) {
 	a, b := spec(1, 1).build(t), spec(2, 2).build(t)
 	ab := append(bytes.Clone(a), b...)

@@ -61,6 +61,30 @@ func Frame(b []byte) (BatchHeader, int, error) {
 	return h, size, err
 }
 
+// FrameOK is Frame for callers that need no reason: ok is false exactly
+// where Frame returns an error, and no error is built. A log reader's walk
+// ends at the first position without a whole batch (the log end, the end
+// of what it may see) on nearly every fetch: formatting an error there was
+// an allocation per read.
+func FrameOK(b []byte) (h BatchHeader, size int, ok bool) {
+	if len(b) < LogOverhead {
+		return BatchHeader{}, 0, false
+	}
+	length := int32(binary.BigEndian.Uint32(b[offBatchLength:]))
+	if length < BatchHeaderSize-LogOverhead || int64(length) > maxBatchSize {
+		return BatchHeader{}, 0, false // a zeroed header too
+	}
+	size = int(length) + LogOverhead
+	if size > len(b) {
+		return BatchHeader{}, 0, false
+	}
+	h, err := checkStructure(b[:size])
+	if err != nil {
+		return BatchHeader{}, 0, false
+	}
+	return h, size, true
+}
+
 // WholeBatches returns the prefix of b that ends after its last whole batch:
 // a fetch response may cut its last batch at the byte limit. It looks only at
 // the length fields; a malformed batch is left in for the validation that

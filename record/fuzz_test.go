@@ -42,8 +42,12 @@ func FuzzBatches(f *testing.F) {
 		if _, err := Validate(data); err != nil && !isSentinel(err) {
 			t.Fatalf("Validate: unclassified %v", err)
 		}
-		if _, _, err := Frame(data); err != nil && !isSentinel(err) {
+		fh, fsize, err := Frame(data)
+		if err != nil && !isSentinel(err) {
 			t.Fatalf("Frame: unclassified %v", err)
+		}
+		if oh, osize, ok := FrameOK(data); ok != (err == nil) || (ok && (oh != fh || osize != fsize)) {
+			t.Fatalf("FrameOK %v %d %v, Frame %d %v", oh, osize, ok, fsize, err)
 		}
 		if w := WholeBatches(data); len(w) > len(data) {
 			t.Fatalf("WholeBatches grew the buffer")

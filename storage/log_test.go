@@ -319,3 +319,18 @@ func TestOpenRejectsBadConfig(t *testing.T) {
 		t.Fatal("accepted segment.bytes beyond 2 GiB")
 	}
 }
+
+// A reader's walk that reaches the end of what it may see (a fetch at the
+// log end, a consumer at the HW) costs no allocation: an error was
+// formatted there and dropped on every such read.
+func TestBatchAtEndAllocatesNothing(t *testing.T) {
+	data := make([]byte, 4096)
+	for _, c := range []struct{ pos, end int64 }{{4096, 4096}, {100, 105}, {0, 4096}} { // end, torn, zeroed
+		if _, _, ok := batchAt(data, c.pos, c.end); ok {
+			t.Fatalf("batchAt(%d, %d) found a batch in zeroes", c.pos, c.end)
+		}
+		if n := testing.AllocsPerRun(100, func() { batchAt(data, c.pos, c.end) }); n != 0 {
+			t.Fatalf("batchAt(%d, %d) without a batch: %v allocations, want 0", c.pos, c.end, n)
+		}
+	}
+}

@@ -705,11 +705,8 @@ func batchAt(data []byte, pos, end int64) (record.BatchHeader, int64, bool) {
 	if pos > end {
 		return record.BatchHeader{}, 0, false
 	}
-	h, size, err := record.Frame(data[pos:end])
-	if err != nil {
-		return record.BatchHeader{}, 0, false
-	}
-	return h, int64(size), true
+	h, size, ok := record.FrameOK(data[pos:end])
+	return h, int64(size), ok
 }
 
 // findBatch returns the position of the first batch whose last offset is

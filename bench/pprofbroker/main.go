@@ -24,9 +24,11 @@ import (
 
 	"github.com/kbroker/kbroker/broker"
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/sysmon"
 )
 
 func main() {
+	sysmon.KeepAwake() // as kbroker serve does (internal/sysmon)
 	if os.Getenv("PPROF_LISTEN") != "" {
 		// Sample an allocation every 16 KiB instead of 512 KiB, so that the
 		// small per-request objects show up next to the frame buffers.

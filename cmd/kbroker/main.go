@@ -29,6 +29,7 @@ import (
 
 	"github.com/kbroker/kbroker/cli"
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/sysmon"
 )
 
 // Exit statuses.
@@ -39,9 +40,18 @@ const (
 )
 
 func main() {
+	if servesBroker(os.Args[1:]) {
+		sysmon.KeepAwake() // re-executes the process once (internal/sysmon)
+	}
 	environ := os.Environ()
 	a := &app{stdout: os.Stdout, stderr: os.Stderr, environ: environ, run: runBroker(environ)}
 	os.Exit(a.execute(context.Background(), os.Args[1:]))
+}
+
+// servesBroker reports whether args run a broker: no arguments, serve, or
+// flags without a subcommand.
+func servesBroker(args []string) bool {
+	return len(args) == 0 || args[0] == "serve" || strings.HasPrefix(args[0], "-")
 }
 
 // runFunc starts a broker and serves until ctx is cancelled (broker.Run).

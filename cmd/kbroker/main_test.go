@@ -303,3 +303,19 @@ func TestWithDefaultCommand(t *testing.T) {
 		}
 	}
 }
+
+// Only the invocations that run a broker re-execute to keep sysmon awake
+// (internal/sysmon); the operator's commands start as they are.
+func TestServesBroker(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true}, {[]string{"serve", "--node.id=1"}, true}, {[]string{"--node.id=2"}, true},
+		{[]string{"version"}, false}, {[]string{"topic", "list"}, false}, {[]string{"format", "--add-scram"}, false},
+	} {
+		if got := servesBroker(c.args); got != c.want {
+			t.Errorf("servesBroker(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
