@@ -181,6 +181,9 @@ type Log struct {
 	// onFlushed is called after each group commit round that flushed the
 	// log (the partition moves its HW); nil: none.
 	onFlushed atomic.Pointer[func()]
+	// onLogStart is called after each move of the log start offset
+	// (SetLogStartListener).
+	onLogStart atomic.Pointer[func()]
 	// truncations counts truncations, so that a flush racing with one does
 	// not advance the recovery point over rewritten offsets, and a cleaning
 	// racing with one aborts. Written with appendMu held.
@@ -536,6 +539,26 @@ func (l *Log) SetFlushListener(f func()) {
 		return
 	}
 	l.onFlushed.Store(&f)
+}
+
+// SetLogStartListener sets the function called after every move of the
+// log start offset: retention, DeleteRecords, a follower following its
+// leader, a full truncation (nil: none). It runs with the log's locks held
+// and must take leaf locks only.
+func (l *Log) SetLogStartListener(f func()) {
+	if f == nil {
+		l.onLogStart.Store(nil)
+		return
+	}
+	l.onLogStart.Store(&f)
+}
+
+// setLogStart moves the log start offset and tells the listener.
+func (l *Log) setLogStart(offset int64) {
+	l.logStartOffset.Store(offset)
+	if f := l.onLogStart.Load(); f != nil {
+		(*f)()
+	}
 }
 
 func (l *Log) notifyFlushed() {

@@ -193,7 +193,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 func (l *Log) truncateFullyLocked(offset int64) error {
 	l.truncations.Add(1)
 	l.logEndOffset.Store(offset)
-	l.logStartOffset.Store(offset)
+	l.setLogStart(offset)
 	l.cleanerOffset.Store(min(l.cleanerOffset.Load(), offset))
 	delErr := l.retireLocked(l.segmentList(), true, "truncate fully")
 	s, err := createSegment(l.dir, offset, l.cfg.segmentParams(), l.env, l.now())
@@ -228,7 +228,7 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if hw := l.highWatermark.Load(); offset > hw {
 		return fmt.Errorf("%w: log start offset %d beyond high watermark %d", ErrOffsetOutOfRange, offset, hw)
 	}
-	l.logStartOffset.Store(offset)
+	l.setLogStart(offset)
 	segs := l.segmentList()
 	n := 0
 	for n < len(segs)-1 && segs[n+1].baseOffset <= offset {
