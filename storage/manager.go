@@ -10,6 +10,7 @@ import (
 	"github.com/kbroker/kbroker/storage/vfs"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -146,6 +147,10 @@ type dirState struct {
 	failure error
 	// syncer is the dir's group commit for durable logs (groupsync.go).
 	syncer *groupSyncer
+	// written is, by checkpoint file name, the offsets the file holds as
+	// this run last wrote it (guarded by Manager.checkpointMu):
+	// WriteCheckpoints rewrites only the files whose offsets changed.
+	written map[string]map[TopicPartition]int64
 }
 
 // managedLog is an open log and the log dir holding it.
@@ -754,33 +759,75 @@ func removePartitionDir(list []PartitionDir, tp TopicPartition) []PartitionDir {
 // WriteCheckpoints writes the recovery point, replication (HW), log start
 // offset and cleaner offset checkpoints of every log dir. Partitions found
 // at startup and not opened keep the values read then; the cleaner
-// checkpoint lists the logs the cleaner has a position for.
+// checkpoint lists the logs the cleaner has a position for. A file whose
+// offsets are those this run last wrote to it is left as it is: an idle
+// broker's 60 s pass writes nothing (Kafka rewrites every file at each
+// interval; the content would be the same).
 func (m *Manager) WriteCheckpoints() error {
 	m.checkpointMu.Lock()
 	defer m.checkpointMu.Unlock()
-	m.mu.Lock()
-	type values struct{ rp, hw, lso, cleaner map[TopicPartition]int64 }
-	byDir := map[*dirState]*values{}
+	byDir := m.checkpointValues()
+	var errs []error
 	for _, ds := range m.dirs {
-		v := &values{rp: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{}, lso: map[TopicPartition]int64{},
-			cleaner: map[TopicPartition]int64{}}
-		for tp := range m.onDisk {
-			if pd := m.onDisk[tp]; filepath.Dir(pd.Dir) == filepath.Clean(ds.path) {
-				if rp, ok := ds.recoveryPoints[tp]; ok && !ds.recoveryUnknown {
-					v.rp[tp] = rp
-				}
-				if hw, ok := ds.highWatermarks[tp]; ok {
-					v.hw[tp] = hw
-				}
-				if lso, ok := ds.logStarts[tp]; ok {
-					v.lso[tp] = lso
-				}
-				if off, ok := ds.cleanerOffsets[tp]; ok {
-					v.cleaner[tp] = off
-				}
+		v := byDir[ds]
+		for _, f := range [...]struct {
+			name    string
+			offsets map[TopicPartition]int64
+		}{{RecoveryPointCheckpointFile, v.rp}, {ReplicationCheckpointFile, v.hw}, {LogStartOffsetCheckpointFile, v.lso},
+			{CleanerOffsetCheckpointFile, v.cleaner}} {
+			if last, ok := ds.written[f.name]; ok && maps.Equal(last, f.offsets) {
+				continue
 			}
+			if err := writeOffsetCheckpoint(m.opts.FS, filepath.Join(ds.path, f.name), f.offsets); err != nil {
+				errs = append(errs, err)
+				if isLogDirFailure(err) {
+					m.dirFailed(ds, "checkpoint "+f.name, err)
+				}
+				delete(ds.written, f.name)
+				continue
+			}
+			if ds.written == nil {
+				ds.written = make(map[string]map[TopicPartition]int64)
+			}
+			ds.written[f.name] = f.offsets
 		}
-		byDir[ds] = v
+	}
+	return errors.Join(errs...)
+}
+
+// checkpointValues are one log dir's checkpoint offsets.
+type checkpointValues struct{ rp, hw, lso, cleaner map[TopicPartition]int64 }
+
+// checkpointValues collects every dir's checkpoint offsets: the open logs'
+// and, for partitions found at startup and not opened, those read then.
+func (m *Manager) checkpointValues() map[*dirState]*checkpointValues {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	byDir := make(map[*dirState]*checkpointValues, len(m.dirs))
+	byPath := make(map[string]*dirState, len(m.dirs))
+	for _, ds := range m.dirs {
+		byDir[ds] = &checkpointValues{rp: map[TopicPartition]int64{}, hw: map[TopicPartition]int64{},
+			lso: map[TopicPartition]int64{}, cleaner: map[TopicPartition]int64{}}
+		byPath[filepath.Clean(ds.path)] = ds
+	}
+	for tp, pd := range m.onDisk {
+		ds := byPath[filepath.Dir(pd.Dir)]
+		if ds == nil {
+			continue
+		}
+		v := byDir[ds]
+		if rp, ok := ds.recoveryPoints[tp]; ok && !ds.recoveryUnknown {
+			v.rp[tp] = rp
+		}
+		if hw, ok := ds.highWatermarks[tp]; ok {
+			v.hw[tp] = hw
+		}
+		if lso, ok := ds.logStarts[tp]; ok {
+			v.lso[tp] = lso
+		}
+		if off, ok := ds.cleanerOffsets[tp]; ok {
+			v.cleaner[tp] = off
+		}
 	}
 	for tp, ml := range m.logs {
 		v := byDir[ml.dir]
@@ -789,23 +836,7 @@ func (m *Manager) WriteCheckpoints() error {
 			v.cleaner[tp] = off
 		}
 	}
-	m.mu.Unlock()
-	var errs []error
-	for _, ds := range m.dirs {
-		v := byDir[ds]
-		for name, offsets := range map[string]map[TopicPartition]int64{
-			RecoveryPointCheckpointFile: v.rp, ReplicationCheckpointFile: v.hw, LogStartOffsetCheckpointFile: v.lso,
-			CleanerOffsetCheckpointFile: v.cleaner,
-		} {
-			if err := writeOffsetCheckpoint(m.opts.FS, filepath.Join(ds.path, name), offsets); err != nil {
-				errs = append(errs, err)
-				if isLogDirFailure(err) {
-					m.dirFailed(ds, "checkpoint "+name, err)
-				}
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return byDir
 }
 
 // Start runs the background loop until Close: Run(context.Background()).
