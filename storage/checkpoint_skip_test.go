@@ -26,8 +26,8 @@ func statCheckpoints(t *testing.T, dir string) map[string]os.FileInfo {
 }
 
 // A checkpoint pass over partitions that did not change since the last
-// pass writes nothing; a moved HW rewrites the replication checkpoint
-// alone, with the new offset.
+// pass writes nothing (and the one after it reads nothing); a moved HW
+// rewrites the replication checkpoint alone, with the new offset.
 func TestWriteCheckpointsSkipsUnchangedFiles(t *testing.T) {
 	dir := t.TempDir()
 	m, _, _, _ := newTestManager(t, []string{dir})
@@ -57,7 +57,14 @@ func TestWriteCheckpointsSkipsUnchangedFiles(t *testing.T) {
 			}
 		}
 	}
+	if m.checkpointDirty.Load() {
+		t.Fatal("checkpoints marked dirty with no offset moved: the next pass would read every log")
+	}
+	logs[4].SetHighWatermark(3)
 	logs[4].SetHighWatermark(2)
+	if !m.checkpointDirty.Load() {
+		t.Fatal("an HW move did not mark the checkpoints dirty")
+	}
 	if err := m.WriteCheckpoints(); err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,10 @@ type LogOptions struct {
 	recoveryPointLowered func() error
 	// counters, set by a Manager, count the log's flushes.
 	counters *syncCounters
+	// checkpointDirty, set by a Manager, is set whenever the log's
+	// recovery point, HW, log start or cleaner offset moves: the manager's
+	// checkpoint pass has something to write (WriteCheckpoints).
+	checkpointDirty *atomic.Bool
 	// RecoveryProgressEvery logs recovery progress every that many
 	// segments (default 1000).
 	RecoveryProgressEvery int
@@ -313,7 +317,9 @@ func (l *Log) EpochCache() *EpochCache { return l.epochs }
 // truncation clamps it again. Retention never deletes at or beyond it.
 func (l *Log) SetHighWatermark(hw int64) int64 {
 	hw = max(min(hw, l.logEndOffset.Load()), l.logStartOffset.Load())
-	l.highWatermark.Store(hw)
+	if l.highWatermark.Swap(hw) != hw {
+		l.checkpointMoved()
+	}
 	return hw
 }
 
@@ -553,9 +559,19 @@ func (l *Log) SetLogStartListener(f func()) {
 	l.onLogStart.Store(&f)
 }
 
+// checkpointMoved notes a move of an offset the manager checkpoints
+// (recovery point, HW, log start, cleaner offset): a load, and a store only
+// when the flag is clear, so that busy logs do not contend on it.
+func (l *Log) checkpointMoved() {
+	if d := l.opts.checkpointDirty; d != nil && !d.Load() {
+		d.Store(true)
+	}
+}
+
 // setLogStart moves the log start offset and tells the listener.
 func (l *Log) setLogStart(offset int64) {
 	l.logStartOffset.Store(offset)
+	l.checkpointMoved()
 	if f := l.onLogStart.Load(); f != nil {
 		(*f)()
 	}
@@ -835,6 +851,7 @@ func (l *Log) Flush() error {
 	}
 	if truncations == l.truncations.Load() && leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(leo)
+		l.checkpointMoved()
 	}
 	return nil
 }

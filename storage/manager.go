@@ -180,6 +180,10 @@ type Manager struct {
 
 	openMu       sync.RWMutex
 	checkpointMu sync.Mutex // serialises checkpoint file writes
+	// checkpointDirty is set when an offset the checkpoint files hold may
+	// have moved (a log's, or the set of logs) since the last pass began:
+	// a pass without it writes nothing and reads no log.
+	checkpointDirty atomic.Bool
 
 	mu sync.Mutex // guards the following
 	// busy marks the partitions an Open or Delete is working on; the
@@ -430,6 +434,7 @@ func (m *Manager) scanPartitions(ds *dirState) error {
 		}
 		pd := PartitionDir{TopicPartition: tp, TopicID: id, Dir: full}
 		m.onDisk[tp] = pd
+		m.checkpointDirty.Store(true)
 		m.found = append(m.found, pd)
 	}
 	return nil
@@ -528,6 +533,7 @@ func (m *Manager) Open(tp TopicPartition, topicID [16]byte, cfg LogConfig) (*Log
 	m.mu.Lock()
 	m.logs[tp] = &managedLog{log: l, dir: ds, id: id}
 	delete(m.onDisk, tp)
+	m.checkpointDirty.Store(true)
 	m.mu.Unlock()
 	m.noteOpened(tp)
 	m.maybeCheckLimits()
@@ -639,7 +645,7 @@ func (m *Manager) stateFor(ds *dirState, tp TopicPartition) LogState {
 func (m *Manager) logOptions() LogOptions {
 	return LogOptions{Now: m.opts.Now, Logger: m.logger, FS: m.opts.FS, Fallocate: m.opts.Fallocate, MaxMappedSegments: m.opts.MaxMappedSegments,
 		CleanerDedupeBufferBytes: m.opts.CleanerDedupeBufferBytes, mapCache: m.maps, recoveryPointLowered: m.WriteCheckpoints,
-		counters: m.counters}
+		counters: m.counters, checkpointDirty: &m.checkpointDirty}
 }
 
 // ensurePartitionMetadata checks or writes dir/partition.metadata and
@@ -703,6 +709,7 @@ func (m *Manager) Delete(tp TopicPartition) error {
 	off, offline := m.offline[tp]
 	delete(m.logs, tp)
 	delete(m.onDisk, tp)
+	m.checkpointDirty.Store(true)
 	delete(m.offline, tp)
 	m.found = removePartitionDir(m.found, tp)
 	for _, ds := range m.dirs {
@@ -760,12 +767,18 @@ func removePartitionDir(list []PartitionDir, tp TopicPartition) []PartitionDir {
 // offset and cleaner offset checkpoints of every log dir. Partitions found
 // at startup and not opened keep the values read then; the cleaner
 // checkpoint lists the logs the cleaner has a position for. A file whose
-// offsets are those this run last wrote to it is left as it is: an idle
-// broker's 60 s pass writes nothing (Kafka rewrites every file at each
-// interval; the content would be the same).
+// offsets are those this run last wrote to it is left as it is, and a pass
+// after which no checkpointed offset moved (LogOptions.checkpointDirty)
+// reads nothing: an idle broker's pass costs nothing per partition (Kafka
+// rewrites every file at each interval; the content would be the same).
 func (m *Manager) WriteCheckpoints() error {
 	m.checkpointMu.Lock()
 	defer m.checkpointMu.Unlock()
+	// Cleared before the offsets are read: a move while they are read
+	// sets it again, for the next pass.
+	if !m.checkpointDirty.Swap(false) {
+		return nil
+	}
 	byDir := m.checkpointValues()
 	var errs []error
 	for _, ds := range m.dirs {
@@ -784,6 +797,7 @@ func (m *Manager) WriteCheckpoints() error {
 					m.dirFailed(ds, "checkpoint "+f.name, err)
 				}
 				delete(ds.written, f.name)
+				m.checkpointDirty.Store(true) // try again next pass
 				continue
 			}
 			if ds.written == nil {
