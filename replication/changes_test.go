@@ -231,3 +231,28 @@ func TestRetentionLogStartMoveIsTold(t *testing.T) {
 		t.Fatalf("told %v after retention, want the partition", got)
 	}
 }
+
+// A change made between a mark's read of the partition and its
+// registration with the session tells no one: the mark is checked once
+// registered (FollowerSession.recheck) and told changed if it is.
+func TestIdleMarkRecheckedOnceRegistered(t *testing.T) {
+	r := newIdleRig(t)
+	r.follower3()
+	r.fetch()
+	r.s.Changed(nil)
+	r.s.recheck(r.mark)
+	if got := r.s.Changed(nil); len(got) != 0 {
+		t.Fatalf("unchanged mark told changed: %v", got)
+	}
+	// An append straight to the log: the partition tells no listener.
+	if _, err := r.l.p.Log().AppendAsLeader(batch(1), 1, storage.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.s.Changed(nil); len(got) != 0 {
+		t.Fatalf("told %v of an append the partition never saw", got)
+	}
+	r.s.recheck(r.mark)
+	if got := r.s.Changed(nil); len(got) != 1 || got[0] != r.mark {
+		t.Fatalf("recheck told %v, want the moved mark", got)
+	}
+}

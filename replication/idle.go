@@ -110,6 +110,18 @@ func (s *FollowerSession) hold(m *IdleMark) {
 	s.marksMu.Unlock()
 }
 
+// recheck notes m as changed if it already is: called once m is held and
+// the session's waiter registered with its partition, after which every
+// change is told (partitionChanged); one between the mark's reading of the
+// partition and then was not.
+func (s *FollowerSession) recheck(m *IdleMark) {
+	if !m.Unchanged() {
+		s.marksMu.Lock()
+		s.changed = append(s.changed, m)
+		s.marksMu.Unlock()
+	}
+}
+
 // released notes that m was released: the session reads its partition
 // again (if it still holds it, see Changed).
 func (s *FollowerSession) released(m *IdleMark) {
