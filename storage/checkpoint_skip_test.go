@@ -78,3 +78,15 @@ func TestWriteCheckpointsSkipsUnchangedFiles(t *testing.T) {
 		t.Fatalf("replication checkpoint %v (%v), want orders-4 at 2 among %d", hws, err, len(logs))
 	}
 }
+
+// The first pass of a manager writes the checkpoint files even with no
+// partition (empty files, as Kafka has them from its first interval).
+func TestFirstCheckpointPassWritesEmptyFiles(t *testing.T) {
+	dir := t.TempDir()
+	m, _, _, _ := newTestManager(t, []string{dir})
+	defer m.Close()
+	if err := m.WriteCheckpoints(); err != nil {
+		t.Fatal(err)
+	}
+	statCheckpoints(t, dir)
+}

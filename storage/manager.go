@@ -319,6 +319,7 @@ func NewManager(dirs []string, opts ManagerOptions) (*Manager, error) {
 		maps: newMapCache(opts.MaxMappedSegments, opts.MaxMappedSegmentsTotal),
 	}
 	m.brokerEpoch.Store(-1)
+	m.checkpointDirty.Store(true) // the first pass writes every file, as Kafka does at startup
 	m.offline = map[TopicPartition]*OfflineLog{}
 	for _, d := range dirs {
 		ds, err := m.loadDir(d)
