@@ -94,7 +94,9 @@ func New(cfg *config.Config, logger *slog.Logger) *Broker {
 	b.dispatch.around = b.withQuotas
 	b.metrics = newMetrics()
 	b.fetchSessions = fetchsession.New(fetchsession.Options{MaxSlots: int(cfg.MaxIncrementalFetchSessionCacheSlots),
-		NewTracker: func() fetchsession.Tracker { return replication.NewFollowerSession(b.now) }})
+		NewTracker: func() fetchsession.Tracker {
+			return &followerTracker{FollowerSession: replication.NewFollowerSession(b.now)}
+		}})
 	b.metrics.reg.MustRegister(newFetchSessionCollector(b.fetchSessions))
 	b.metrics.reg.MustRegister(newStateCollector(b), newShareCollector(b), newTxnCollector(b))
 	b.metrics.reg.MustRegister(newQuotaCollector(b))

@@ -39,11 +39,29 @@ func (b *Broker) newFetchSession(r *kmsg.FetchRequest) fetchSession {
 	fs := fetchSession{ctx: ctx, req: r, read: r}
 	if ctx.Kind == fetchsession.Incremental {
 		fs.read = sessionReadRequest(r, ctx)
-		if t, ok := ctx.Tracker().(*replication.FollowerSession); ok && replicaID >= 0 {
-			fs.follower = t
+		if t, ok := ctx.Tracker().(*followerTracker); ok && replicaID >= 0 {
+			fs.follower = t.FollowerSession
 		}
 	}
 	return fs
+}
+
+// followerTracker is a follower session's replication state as the fetch
+// session cache tracks it (fetchsession.Tracker).
+type followerTracker struct {
+	*replication.FollowerSession
+	buf []*replication.IdleMark // Changed's, reused (one fetch of a session at a time)
+}
+
+// Changed appends the session's marks that may have changed since the
+// last call (replication.FollowerSession.Changed).
+func (t *followerTracker) Changed(out []fetchsession.Idle) []fetchsession.Idle {
+	t.buf = t.FollowerSession.Changed(t.buf[:0])
+	for _, m := range t.buf {
+		out = append(out, m)
+	}
+	clear(t.buf)
+	return out
 }
 
 // refresh checks the idle partitions an incremental follower fetch skipped

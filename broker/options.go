@@ -26,6 +26,7 @@ import (
 func (b *Broker) storageOptions() storage.ManagerOptions {
 	return storage.ManagerOptions{
 		Logger:                 b.logger.With("component", "storage"),
+		LogWorkersPerDir:       int(b.cfg.NumRecoveryThreadsPerDataDir),
 		Now:                    b.now,
 		FlushCheckInterval:     min(b.cfg.LogFlushSchedulerInterval, time.Second),
 		RetentionCheckInterval: b.cfg.LogRetentionCheckInterval,

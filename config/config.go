@@ -122,6 +122,7 @@ type Config struct {
 	ReplicaLagTimeMax                      time.Duration // replica.lag.time.max.ms
 	ReplicaSocketTimeout                   time.Duration // replica.socket.timeout.ms
 	NumReplicaFetchers                     int32         // num.replica.fetchers
+	NumRecoveryThreadsPerDataDir           int32         // num.recovery.threads.per.data.dir
 	ReplicaHighWatermarkCheckpointInterval time.Duration // replica.high.watermark.checkpoint.interval.ms
 	AutoLeaderRebalanceEnable              bool          // auto.leader.rebalance.enable
 	LeaderImbalanceCheckInterval           time.Duration // leader.imbalance.check.interval.seconds

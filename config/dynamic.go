@@ -38,8 +38,6 @@ var dynamicKeys = []dynamicKey{
 		Doc: "Kafka's request handler threads; kbroker runs a goroutine per connection and stores the value."},
 	{Name: "num.network.threads", Type: TypeInt, Default: "3", check: atLeast(1),
 		Doc: "Kafka's network threads; stored."},
-	{Name: "num.recovery.threads.per.data.dir", Type: TypeInt, Default: "2", check: atLeast(1),
-		Doc: "Kafka's log recovery threads per log directory; stored."},
 	{Name: "background.threads", Type: TypeInt, Default: "10", check: atLeast(1),
 		Doc: "Kafka's background task threads; stored."},
 	{Name: "num.replica.alter.log.dirs.threads", Type: TypeInt, NoDefault: true, check: atLeast(1),

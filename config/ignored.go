@@ -30,7 +30,7 @@ var ignoredKeys = []string{
 	"metadata.log.segment.bytes", "metadata.log.segment.ms", "metadata.max.idle.interval.ms",
 	"metadata.max.retention.bytes", "metadata.max.retention.ms", "metric.reporters",
 	"metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms",
-	"num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
+	"num.io.threads", "num.network.threads",
 	"num.replica.alter.log.dirs.threads", "offsets.commit.required.acks", "offsets.commit.timeout.ms",
 	"offsets.load.buffer.size", "offsets.topic.compression.codec", "principal.builder.class",
 	"producer.id.expiration.check.interval.ms", "producer.purgatory.purge.interval.requests",

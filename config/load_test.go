@@ -181,8 +181,10 @@ func TestLoadKafkaServerProperties(t *testing.T) {
 		{"retention", c.LogRetentionMs, 168 * time.Hour},
 		{"segment", c.LogSegmentBytes, int64(1073741824)},
 		{"retention check", c.LogRetentionCheckInterval, 5 * time.Minute},
+		// Used since the log open/close pools take it (issue 20).
+		{"recovery threads", c.NumRecoveryThreadsPerDataDir, int32(1)},
 		{"ignored", c.Ignored, []string{
-			"num.io.threads", "num.network.threads", "num.recovery.threads.per.data.dir",
+			"num.io.threads", "num.network.threads",
 			"socket.receive.buffer.bytes", "socket.send.buffer.bytes",
 		}},
 		// Used since transactions exist (issue 14).

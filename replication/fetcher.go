@@ -83,13 +83,28 @@ type fetcher struct {
 	done   chan struct{} // closed when run returns
 	wake   chan struct{} // partitions added or removed
 
-	mu         sync.Mutex // guards partitions
+	mu         sync.Mutex // guards partitions and the round state below
 	partitions map[*Partition]*fetchPartition
+	// changes collects the partitions that changed since the last round:
+	// its waiter watches every partition of the fetcher (changes.go).
+	changes  changeSet
+	listener *Waiter
+	// recheck holds the partitions a round checks whatever changed: those
+	// backing off after an error and, with a throttle, those not in sync
+	// (their turn depends on the time and the quota, not on an event).
+	recheck map[*Partition]struct{}
+	// fullCheck makes the next round check every partition (one was added
+	// or removed); fullCheckAt is when one is due anyway.
+	fullCheck   bool
+	fullCheckAt time.Time
+	// checked counts the partitions rounds checked (tests).
+	checked int
 
 	session fetchSession // used by the loop only
 	// Buffers of the loop, reused by every round (a round is completed
 	// before the next is built): an idle round allocates next to nothing.
 	due      []sent
+	changed  []*Partition
 	parts    map[fetchPartKey]sent
 	topicIdx map[fetchTopicKey]int
 }
@@ -142,17 +157,24 @@ type fetcherConfig struct {
 
 func newFetcher(c fetcherConfig) *fetcher {
 	ctx, cancel := context.WithCancel(c.parent)
-	return &fetcher{
+	f := &fetcher{
 		leader: c.leader, localID: c.localID, opts: c.opts.withDefaults(), client: c.client,
 		now: c.now, after: c.after, logger: c.logger.With("fetcher_leader", c.leader), retire: c.retire,
 		ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1),
-		partitions: make(map[*Partition]*fetchPartition),
+		partitions: make(map[*Partition]*fetchPartition), recheck: make(map[*Partition]struct{}),
 	}
+	// Its channel is never read: the fetcher only wants the changes.
+	f.listener = &Waiter{C: make(chan struct{}, 1), onChange: f.changes.add}
+	return f
 }
 
 func (f *fetcher) add(p *Partition) {
 	f.mu.Lock()
+	if _, ok := f.partitions[p]; !ok {
+		p.WatchOn(f.listener)
+	}
 	f.partitions[p] = &fetchPartition{lag: -1}
+	f.fullCheck = true
 	f.mu.Unlock()
 	f.poke()
 }
@@ -160,12 +182,23 @@ func (f *fetcher) add(p *Partition) {
 // remove drops p; a fetcher left empty is woken to retire.
 func (f *fetcher) remove(p *Partition) {
 	f.mu.Lock()
-	delete(f.partitions, p)
+	f.dropLocked(p)
 	empty := len(f.partitions) == 0
 	f.mu.Unlock()
 	if empty {
 		f.poke()
 	}
+}
+
+// dropLocked takes p out of the fetcher. Must be called with mu held.
+func (f *fetcher) dropLocked(p *Partition) {
+	if _, ok := f.partitions[p]; !ok {
+		return
+	}
+	p.Unwatch(f.listener)
+	delete(f.partitions, p)
+	delete(f.recheck, p)
+	f.fullCheck = true
 }
 
 func (f *fetcher) poke() {
@@ -336,25 +369,55 @@ func (f *fetcher) nextRound() (fetchRound, bool) {
 // states, and whether they or their states may differ from last round's
 // (changed false: the same partitions, each in the same state).
 // Partitions no longer following this leader are dropped.
+//
+// A round checks only the partitions that told the fetcher of a change
+// since the last one, and those in recheck (changes.go); every partition
+// after one was added or removed, and once per fullCheckInterval.
 func (f *fetcher) duePartitions() (due []sent, changed bool) {
 	now := f.now()
+	f.changed = f.changes.take(f.changed[:0])
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.fullCheck || !now.Before(f.fullCheckAt) {
+		f.fullCheck, f.fullCheckAt = false, now.Add(fullCheckInterval)
+		return f.checkAllLocked(now)
+	}
+	for _, p := range f.changed {
+		if fp, ok := f.partitions[p]; ok {
+			changed = f.checkLocked(p, fp, now) || changed
+		}
+	}
+	clear(f.changed)
+	for p := range f.recheck {
+		if fp, ok := f.partitions[p]; ok {
+			changed = f.checkLocked(p, fp, now) || changed
+		} else {
+			delete(f.recheck, p)
+		}
+	}
+	if !changed {
+		return f.due, false
+	}
 	due = f.due[:0]
 	for p, fp := range f.partitions {
-		st, ok, fresh := fp.fetchState(p)
-		if !ok || st.Leader != f.leader {
-			delete(f.partitions, p)
-			changed = true
-			continue
+		if fp.due {
+			due = append(due, sent{p: p, state: fp.state})
 		}
-		isDue := !now.Before(fp.delayUntil) && !f.throttled(p, fp)
-		if isDue != fp.due || (isDue && fresh) {
+	}
+	f.due = due
+	return due, true
+}
+
+// checkAllLocked is duePartitions checking every partition. Must be
+// called with mu held.
+func (f *fetcher) checkAllLocked(now time.Time) (due []sent, changed bool) {
+	due = f.due[:0]
+	for p, fp := range f.partitions {
+		if f.checkLocked(p, fp, now) {
 			changed = true
 		}
-		fp.due = isDue
-		if isDue {
-			due = append(due, sent{p: p, state: st})
+		if fp.due {
+			due = append(due, sent{p: p, state: fp.state})
 		}
 	}
 	// A partition removed since (remove) changes the count, unless
@@ -362,6 +425,29 @@ func (f *fetcher) duePartitions() (due []sent, changed bool) {
 	changed = changed || len(due) != len(f.due)
 	f.due = due
 	return due, changed
+}
+
+// checkLocked brings fp, p's status, up to date: its fetch state and
+// whether it is due now. It reports whether either moved (a partition no
+// longer following this leader is dropped, a change too). Must be called
+// with mu held.
+func (f *fetcher) checkLocked(p *Partition, fp *fetchPartition, now time.Time) bool {
+	f.checked++
+	st, ok, fresh := fp.fetchState(p)
+	if !ok || st.Leader != f.leader {
+		f.dropLocked(p)
+		return true
+	}
+	backingOff := now.Before(fp.delayUntil)
+	isDue := !backingOff && !f.throttled(p, fp)
+	changed := isDue != fp.due || (isDue && fresh)
+	fp.due = isDue
+	if backingOff || (f.opts.Throttle != nil && fp.lag != 0) {
+		f.recheck[p] = struct{}{}
+	} else {
+		delete(f.recheck, p)
+	}
+	return changed
 }
 
 // newFetchRequest is a round's request without its topics.
@@ -541,6 +627,7 @@ func (f *fetcher) backoff(p *Partition, err error) {
 	f.mu.Lock()
 	if fp, ok := f.partitions[p]; ok {
 		fp.delayUntil = f.now().Add(d)
+		f.recheck[p] = struct{}{}
 	}
 	f.mu.Unlock()
 }

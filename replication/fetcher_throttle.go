@@ -21,6 +21,9 @@ func (f *fetcher) fetched(p *Partition, bytes int, leaderHW int64) {
 	f.mu.Lock()
 	if fp, ok := f.partitions[p]; ok {
 		fp.lag = lag
+		if f.opts.Throttle != nil && lag != 0 {
+			f.recheck[p] = struct{}{} // its turn depends on the quota
+		}
 	}
 	f.mu.Unlock()
 }

@@ -58,6 +58,7 @@ func (p *Partition) AppendAsFollower(leaderEpoch int32, batches []byte, leaderHW
 		if err := p.log.SetLogStartOffset(leaderLogStart); err != nil {
 			p.logger.Warn("following the leader's log start offset failed", "offset", leaderLogStart, "err", err)
 		}
+		p.watchers.changed() // storage.Log tells too; other ReplicaLogs may not
 	}
 	var ev Events
 	if len(batches) > 0 {
@@ -132,7 +133,7 @@ func (p *Partition) followLeaderHW(leaderHW int64) (int64, bool) {
 // a leader change). It refuses for another epoch than the current one. The
 // log is cut (and fsynced) with roleMu held for reading and mu released.
 func (p *Partition) TruncateTo(leaderEpoch int32, offset int64) error {
-	defer p.version.Add(1) // the fetch state moved (fetcher.go)
+	defer p.bumpVersion() // the fetch state moved (fetcher.go)
 	p.roleMu.RLock()
 	defer p.roleMu.RUnlock()
 	if err := p.checkFollowerEpoch(leaderEpoch); err != nil {
@@ -165,7 +166,7 @@ func (p *Partition) TruncateTo(leaderEpoch int32, offset int64) error {
 // ResetTo empties the log and starts it at offset: the leader no longer has
 // the records we would fetch next (our LEO is below its log start).
 func (p *Partition) ResetTo(leaderEpoch int32, offset int64) error {
-	defer p.version.Add(1) // the fetch state moved (fetcher.go)
+	defer p.bumpVersion() // the fetch state moved (fetcher.go)
 	p.roleMu.RLock()
 	defer p.roleMu.RUnlock()
 	if err := p.checkFollowerEpoch(leaderEpoch); err != nil {

@@ -28,7 +28,10 @@ import (
 // the last stable offset cannot have moved either (it moves only with the HW,
 // appends, truncation and the log start). So the session skips the partition
 // (IdleMark.Unchanged: a few atomic loads) until the follower lists it again
-// with new parameters, forgets it, or the mark changes.
+// with new parameters, forgets it, or the mark changes. A fetch does not
+// check every mark: the partitions tell the session which of its marks may
+// have changed (FollowerSession.Changed, changes.go), and a fetch checks
+// those, so that an idle fetch costs nothing per partition.
 //
 // The caught-up time. Kafka advances a caught-up follower's lastCaughtUpTime
 // on every fetch, per partition, and the ISR shrinks on
@@ -69,6 +72,14 @@ type FollowerSession struct {
 
 	mu      sync.Mutex // guards pending
 	pending time.Time  // the start of the fetch in progress
+
+	// The marks the session holds, by partition, and those that may have
+	// changed since the session last asked (Changed): told by the
+	// partitions through the waiter's onChange and by releases
+	// (changes.go). A leaf lock.
+	marksMu sync.Mutex
+	marks   map[*Partition]*IdleMark
+	changed []*IdleMark
 }
 
 // NewFollowerSession returns the state of a new follower session; now is
@@ -77,7 +88,61 @@ func NewFollowerSession(now func() time.Time) *FollowerSession {
 	if now == nil {
 		now = time.Now
 	}
-	return &FollowerSession{now: now, waiter: NewWaiterFor(LogEndMoved | HighWatermarkMoved)}
+	s := &FollowerSession{now: now, waiter: NewWaiterFor(LogEndMoved | HighWatermarkMoved), marks: make(map[*Partition]*IdleMark)}
+	s.waiter.onChange = s.partitionChanged
+	return s
+}
+
+// partitionChanged notes that the session's mark on p, if any, may no
+// longer be Unchanged.
+func (s *FollowerSession) partitionChanged(p *Partition) {
+	s.marksMu.Lock()
+	if m := s.marks[p]; m != nil {
+		s.changed = append(s.changed, m)
+	}
+	s.marksMu.Unlock()
+}
+
+// hold records m as the session's mark on its partition.
+func (s *FollowerSession) hold(m *IdleMark) {
+	s.marksMu.Lock()
+	s.marks[m.p] = m
+	s.marksMu.Unlock()
+}
+
+// recheck notes m as changed if it already is: called once m is held and
+// the session's waiter registered with its partition, after which every
+// change is told (partitionChanged); one between the mark's reading of the
+// partition and then was not.
+func (s *FollowerSession) recheck(m *IdleMark) {
+	if !m.Unchanged() {
+		s.marksMu.Lock()
+		s.changed = append(s.changed, m)
+		s.marksMu.Unlock()
+	}
+}
+
+// released notes that m was released: the session reads its partition
+// again (if it still holds it, see Changed).
+func (s *FollowerSession) released(m *IdleMark) {
+	s.marksMu.Lock()
+	if s.marks[m.p] == m {
+		delete(s.marks, m.p)
+	}
+	s.changed = append(s.changed, m)
+	s.marksMu.Unlock()
+}
+
+// Changed appends to out the marks of the session that may have changed
+// or been released since the last call (each to be checked with
+// Unchanged): an idle fetch checks these instead of every mark.
+func (s *FollowerSession) Changed(out []*IdleMark) []*IdleMark {
+	s.marksMu.Lock()
+	out = append(out, s.changed...)
+	clear(s.changed)
+	s.changed = s.changed[:0]
+	s.marksMu.Unlock()
+	return out
 }
 
 // Begin starts a fetch of the session, before its idle partitions are
@@ -156,7 +221,15 @@ func (m *IdleMark) Release() {
 // bumpVersionLocked records a change of role, leader epoch, ISR or
 // follower states: every idle mark of the partition stops being Unchanged.
 // Must be called with mu held for writing.
-func (p *Partition) bumpVersionLocked() { p.version.Add(1) }
+func (p *Partition) bumpVersionLocked() { p.bumpVersion() }
+
+// bumpVersion is bumpVersionLocked for the follower's truncation paths,
+// which hold roleMu but not mu: the version is atomic, and the change is
+// told to the partition's change listeners (changes.go).
+func (p *Partition) bumpVersion() {
+	p.version.Add(1)
+	p.watchers.changed()
+}
 
 // idleLocked reports whether follower f, whose fetch at fetchOffset was
 // just observed, is idle: at the leader's log end leo and in the committed
@@ -180,6 +253,7 @@ func (p *Partition) markIdleLocked(f *FollowerProgress, s *FollowerSession, leo 
 	m := &IdleMark{p: p, s: s, f: f, logEnd: leo, highWatermark: p.log.HighWatermark(),
 		logStart: p.log.LogStartOffset(), version: p.version.Load()}
 	f.idle = m
+	s.hold(m)
 	return m
 }
 
@@ -202,6 +276,7 @@ func (p *Partition) rewatchIdleLocked(prev *FollowerSession, m *IdleMark) {
 // fetch into f's caught-up time. Must be called with mu held for writing.
 func (p *Partition) releaseIdleLocked(f *FollowerProgress, m *IdleMark) {
 	m.released.Store(true)
+	m.s.released(m)
 	if f.idle != m {
 		return
 	}

@@ -49,6 +49,7 @@ func (f *FollowerProgress) takeIdle() *FollowerSession {
 	}
 	f.foldIdle()
 	m.released.Store(true)
+	m.s.released(m)
 	return m.s
 }
 

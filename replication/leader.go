@@ -384,6 +384,11 @@ func (p *Partition) observeFollowerLocked(id int32, brokerEpoch, fetchOffset int
 		idle = p.markIdleLocked(f, s, leo)
 	}
 	p.rewatchIdleLocked(prev, idle)
+	if idle != nil {
+		// A change between the read of the offsets above and the
+		// registration of the mark told no one of it (changes.go).
+		idle.s.recheck(idle)
+	}
 	return moved, change, idle
 }
 

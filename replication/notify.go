@@ -34,6 +34,11 @@ const (
 type Waiter struct {
 	C      chan struct{}
 	events Events
+	// onChange, if set, is told of every change of a partition the waiter
+	// watches, whatever its events: an append, an HW or log start move, a
+	// change of role, epoch, ISR or follower states (changes.go). It runs
+	// with the watchers' lock held and must take leaf locks only.
+	onChange func(*Partition)
 }
 
 // NewWaiter returns a waiter woken by every event, with a one-slot wake-up
@@ -54,8 +59,9 @@ func (w *Waiter) wake() {
 
 // watchers is a set of waiters, notified on change.
 type watchers struct {
-	mu  sync.Mutex // guards set
-	set map[*Waiter]struct{}
+	owner *Partition // the partition watched, told to onChange
+	mu    sync.Mutex // guards set
+	set   map[*Waiter]struct{}
 }
 
 func (ws *watchers) add(w *Waiter) {
@@ -80,8 +86,23 @@ func (ws *watchers) notify(ev Events) {
 	}
 	ws.mu.Lock()
 	for w := range ws.set {
+		if w.onChange != nil {
+			w.onChange(ws.owner)
+		}
 		if w.events&ev != 0 {
 			w.wake()
+		}
+	}
+	ws.mu.Unlock()
+}
+
+// changed tells the waiters with an onChange of a change that wakes no
+// one: a log start move, a change of the partition's version (idle.go).
+func (ws *watchers) changed() {
+	ws.mu.Lock()
+	for w := range ws.set {
+		if w.onChange != nil {
+			w.onChange(ws.owner)
 		}
 	}
 	ws.mu.Unlock()

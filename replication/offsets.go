@@ -118,7 +118,9 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 		return -1, kerr.OffsetOutOfRange
 	}
 	if offset > p.log.LogStartOffset() {
-		if err := p.log.SetLogStartOffset(offset); err != nil {
+		err := p.log.SetLogStartOffset(offset)
+		p.watchers.changed() // storage.Log tells too; other ReplicaLogs may not
+		if err != nil {
 			return -1, err
 		}
 	}

@@ -120,7 +120,12 @@ func NewPartition(topic string, index int32, log ReplicaLog, opts PartitionOptio
 		proposeISR: opts.ProposeISR, onISRChange: opts.OnISRChange,
 		leader: -1, minISR: 1,
 	}
+	p.watchers.owner = p
 	log.SetFlushListener(p.logFlushed)
+	if l, ok := log.(interface{ SetLogStartListener(func()) }); ok {
+		// Retention and every other log start move (changes.go).
+		l.SetLogStartListener(p.watchers.changed)
+	}
 	return p
 }
 

@@ -312,6 +312,7 @@ func (c *cleaner) run() error {
 		return errCleaningAborted // the truncation lowered the checkpoint
 	}
 	c.l.cleanerOffset.Store(end)
+	c.l.checkpointMoved()
 	return nil
 }
 

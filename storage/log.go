@@ -57,6 +57,10 @@ type LogOptions struct {
 	recoveryPointLowered func() error
 	// counters, set by a Manager, count the log's flushes.
 	counters *syncCounters
+	// checkpointDirty, set by a Manager, is set whenever the log's
+	// recovery point, HW, log start or cleaner offset moves: the manager's
+	// checkpoint pass has something to write (WriteCheckpoints).
+	checkpointDirty *atomic.Bool
 	// RecoveryProgressEvery logs recovery progress every that many
 	// segments (default 1000).
 	RecoveryProgressEvery int
@@ -181,6 +185,9 @@ type Log struct {
 	// onFlushed is called after each group commit round that flushed the
 	// log (the partition moves its HW); nil: none.
 	onFlushed atomic.Pointer[func()]
+	// onLogStart is called after each move of the log start offset
+	// (SetLogStartListener).
+	onLogStart atomic.Pointer[func()]
 	// truncations counts truncations, so that a flush racing with one does
 	// not advance the recovery point over rewritten offsets, and a cleaning
 	// racing with one aborts. Written with appendMu held.
@@ -310,7 +317,9 @@ func (l *Log) EpochCache() *EpochCache { return l.epochs }
 // truncation clamps it again. Retention never deletes at or beyond it.
 func (l *Log) SetHighWatermark(hw int64) int64 {
 	hw = max(min(hw, l.logEndOffset.Load()), l.logStartOffset.Load())
-	l.highWatermark.Store(hw)
+	if l.highWatermark.Swap(hw) != hw {
+		l.checkpointMoved()
+	}
 	return hw
 }
 
@@ -536,6 +545,36 @@ func (l *Log) SetFlushListener(f func()) {
 		return
 	}
 	l.onFlushed.Store(&f)
+}
+
+// SetLogStartListener sets the function called after every move of the
+// log start offset: retention, DeleteRecords, a follower following its
+// leader, a full truncation (nil: none). It runs with the log's locks held
+// and must take leaf locks only.
+func (l *Log) SetLogStartListener(f func()) {
+	if f == nil {
+		l.onLogStart.Store(nil)
+		return
+	}
+	l.onLogStart.Store(&f)
+}
+
+// checkpointMoved notes a move of an offset the manager checkpoints
+// (recovery point, HW, log start, cleaner offset): a load, and a store only
+// when the flag is clear, so that busy logs do not contend on it.
+func (l *Log) checkpointMoved() {
+	if d := l.opts.checkpointDirty; d != nil && !d.Load() {
+		d.Store(true)
+	}
+}
+
+// setLogStart moves the log start offset and tells the listener.
+func (l *Log) setLogStart(offset int64) {
+	l.logStartOffset.Store(offset)
+	l.checkpointMoved()
+	if f := l.onLogStart.Load(); f != nil {
+		(*f)()
+	}
 }
 
 func (l *Log) notifyFlushed() {
@@ -812,6 +851,7 @@ func (l *Log) Flush() error {
 	}
 	if truncations == l.truncations.Load() && leo > l.recoveryPoint.Load() {
 		l.recoveryPoint.Store(leo)
+		l.checkpointMoved()
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func (l *Log) DeleteOldSegments(now time.Time) (int, error) {
 	err := l.retireLocked(segs[:n], true, reason)
 	l.setSegments(segs[n:])
 	if newStart := segs[n].baseOffset; newStart > lso {
-		l.logStartOffset.Store(newStart)
+		l.setLogStart(newStart)
 		l.producers.truncateHead(newStart)
 		err = errors.Join(err, l.epochs.TruncateFromStart(newStart))
 	}

@@ -67,6 +67,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.highWatermark.Store(min(l.highWatermark.Load(), newEnd))
 	rpErr := l.lowerRecoveryPointLocked(newEnd)
 	l.cleanerOffset.Store(min(l.cleanerOffset.Load(), newEnd))
+	l.checkpointMoved() // the HW and cleaner offset may have moved
 	l.dirDirty = true
 	err = errors.Join(delErr, rpErr, target.txn.truncateTo(newEnd), l.epochs.TruncateFromEnd(newEnd), l.rebuildProducerStateLocked(newEnd, newEnd))
 	l.logger.Info("storage: truncated log", "offset", offset, "log_end_offset", newEnd)
@@ -84,6 +85,7 @@ func (l *Log) lowerRecoveryPointLocked(rp int64) error {
 		return nil
 	}
 	l.recoveryPoint.Store(rp)
+	l.checkpointMoved()
 	if l.opts.recoveryPointLowered == nil {
 		return nil
 	}
@@ -193,7 +195,7 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 func (l *Log) truncateFullyLocked(offset int64) error {
 	l.truncations.Add(1)
 	l.logEndOffset.Store(offset)
-	l.logStartOffset.Store(offset)
+	l.setLogStart(offset)
 	l.cleanerOffset.Store(min(l.cleanerOffset.Load(), offset))
 	delErr := l.retireLocked(l.segmentList(), true, "truncate fully")
 	s, err := createSegment(l.dir, offset, l.cfg.segmentParams(), l.env, l.now())
@@ -205,6 +207,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.highWatermark.Store(offset)
 	rpErr := l.lowerRecoveryPointLocked(offset)
 	l.recoveryPoint.Store(offset)
+	l.checkpointMoved()
 	l.producers.reset()
 	l.producers.removeSnapshotsAfter(-1)
 	l.dirDirty = true
@@ -228,7 +231,7 @@ func (l *Log) SetLogStartOffset(offset int64) error {
 	if hw := l.highWatermark.Load(); offset > hw {
 		return fmt.Errorf("%w: log start offset %d beyond high watermark %d", ErrOffsetOutOfRange, offset, hw)
 	}
-	l.logStartOffset.Store(offset)
+	l.setLogStart(offset)
 	segs := l.segmentList()
 	n := 0
 	for n < len(segs)-1 && segs[n+1].baseOffset <= offset {

@@ -136,7 +136,7 @@ func (c *Cache) createLocking(privileged, usesTopicIDs bool, parts []cachedParti
 	for i := range parts {
 		cp := parts[i]
 		if _, dup := s.byKey[cp.Key]; !dup {
-			s.byKey[cp.Key] = s.order.PushBack(&cp)
+			s.pushBackLocked(&cp)
 		}
 	}
 	c.sessions[s.id] = s

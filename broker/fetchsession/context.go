@@ -50,6 +50,11 @@ type Tracker interface {
 	// marks of the partitions it reads: the partitions still marked were
 	// skipped by the fetch begun last.
 	Fetched()
+	// Changed appends to out the session's marks that may have changed
+	// (or been released by their partition) since the last call: a fetch
+	// checks those rather than every mark. Called with the session's lock
+	// held, one fetch at a time.
+	Changed(out []Idle) []Idle
 }
 
 // Kind is how a fetch is served.
@@ -141,7 +146,7 @@ func (c *Cache) incremental(r Request) (*Context, []Idle) {
 	c.mu.Unlock()
 	s.epoch = NextEpoch(s.epoch)
 	x := &Context{Kind: Incremental, cache: c, follower: r.Follower, usesTopicIDs: s.usesTopicIDs, session: s}
-	x.cached, release = s.toReadLocked(make([]*cachedPartition, 0, min(s.order.Len(), len(r.Partitions)+8)), release)
+	x.cached, release = s.toReadLocked(make([]*cachedPartition, 0, min(s.order.Len(), len(r.Partitions)+8)), release, c.now())
 	return x, release
 }
 
@@ -165,7 +170,7 @@ func (x *Context) Refresh() bool {
 	s := x.session
 	s.mu.Lock()
 	before := len(x.cached)
-	cached, release := s.toReadLocked(make([]*cachedPartition, 0, before+len(x.cached)/4+4), nil)
+	cached, release := s.toReadLocked(make([]*cachedPartition, 0, before+len(x.cached)/4+4), nil, x.cache.now())
 	grew := len(cached) > before
 	if grew {
 		x.cached = cached
@@ -246,10 +251,10 @@ func (x *Context) Respond(results []Result, keep []bool) int32 {
 		if keep[i] && results[i].Records {
 			s.toBackLocked(cp.Key)
 		}
-		release = cp.dropIdle(release)
+		release = s.dropIdleLocked(cp, release)
 		if m := results[i].Idle; m != nil {
 			if e, ok := s.byKey[cp.Key]; ok && e.Value == cp && !results[i].Records && results[i].ErrorCode == 0 && !results[i].Diverging {
-				cp.idle = m
+				s.setIdleLocked(cp, m)
 			} else {
 				release = append(release, m)
 			}

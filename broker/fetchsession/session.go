@@ -1,8 +1,10 @@
 package fetchsession
 
 import (
+	"cmp"
 	"container/list"
 	"math"
+	"slices"
 	"sync"
 	"time"
 )
@@ -59,18 +61,15 @@ type cachedPartition struct {
 	logStartOffset   int64
 	// idle is the mark of a follower session's partition that had nothing
 	// to answer and nothing to learn at its last read: fetches skip it
-	// while it is unchanged (nil: read it).
+	// while it is unchanged (nil: read it). Set by Session.setIdleLocked,
+	// dropped by Session.dropIdleLocked.
 	idle Idle
-}
-
-// dropIdle releases c's idle mark, if any, into release (the marks are
-// released once the session's lock is let go).
-func (c *cachedPartition) dropIdle(release []Idle) []Idle {
-	if c.idle != nil {
-		release = append(release, c.idle)
-		c.idle = nil
-	}
-	return release
+	// seq is the partition's place in the session's reading order: it
+	// grows along Session.order.
+	seq uint64
+	// forgotten: the session no longer holds the partition (a fetch in
+	// flight may still answer it).
+	forgotten bool
 }
 
 // news reports whether r must be answered to a fetcher that last heard
@@ -113,13 +112,64 @@ type Session struct {
 	epoch int32      // the epoch the next request must carry
 	order *list.List // of *cachedPartition, the order partitions are read in
 	byKey map[Key]*list.Element
+	// nextSeq is the seq of the next partition put at the back of order.
+	nextSeq uint64
+	// The partitions a fetch reads are those without an idle mark (active)
+	// and those whose mark changed. The tracker names the marks that may
+	// have changed (Tracker.Changed); byIdle finds their partitions. A
+	// fetch checks every mark only once per fullCheckInterval, and when
+	// most partitions are active anyway.
+	active      map[*cachedPartition]struct{}
+	byIdle      map[Idle]*cachedPartition
+	fullCheckAt time.Time
+	changedBuf  []Idle
 }
+
+// fullCheckInterval is how often a fetch of a follower's session checks
+// every idle mark, not only those its tracker names: a guard against a
+// change no partition told.
+const fullCheckInterval = 10 * time.Second
 
 func newSession(id int32, privileged, usesTopicIDs bool, now time.Time) *Session {
 	return &Session{
 		id: id, privileged: privileged, usesTopicIDs: usesTopicIDs, created: now, lastUsed: now,
 		epoch: NextEpoch(InitialEpoch), order: list.New(), byKey: make(map[Key]*list.Element),
+		active: make(map[*cachedPartition]struct{}), byIdle: make(map[Idle]*cachedPartition),
 	}
+}
+
+// pushBackLocked adds c, new, at the back of the reading order. Must be
+// called with mu held.
+func (s *Session) pushBackLocked(c *cachedPartition) {
+	c.seq = s.nextSeq
+	s.nextSeq++
+	s.byKey[c.Key] = s.order.PushBack(c)
+	if c.idle == nil {
+		s.active[c] = struct{}{}
+	}
+}
+
+// setIdleLocked gives c, active, the idle mark m. Must be called with mu
+// held.
+func (s *Session) setIdleLocked(c *cachedPartition, m Idle) {
+	c.idle = m
+	delete(s.active, c)
+	s.byIdle[m] = c
+}
+
+// dropIdleLocked releases c's idle mark, if any, into release (the marks
+// are released once the session's lock is let go): c is read again. Must
+// be called with mu held.
+func (s *Session) dropIdleLocked(c *cachedPartition, release []Idle) []Idle {
+	if c.idle != nil {
+		release = append(release, c.idle)
+		delete(s.byIdle, c.idle)
+		c.idle = nil
+		if !c.forgotten {
+			s.active[c] = struct{}{}
+		}
+	}
+	return release
 }
 
 // ID is the session's id.
@@ -132,10 +182,9 @@ func (s *Session) addLocked(p Partition, release []Idle) []Idle {
 	if e, ok := s.byKey[p.Key]; ok {
 		c := e.Value.(*cachedPartition)
 		c.Params = p.Params
-		return c.dropIdle(release)
+		return s.dropIdleLocked(c, release)
 	}
-	c := &cachedPartition{Partition: p, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1}
-	s.byKey[p.Key] = s.order.PushBack(c)
+	s.pushBackLocked(&cachedPartition{Partition: p, highWatermark: -1, lastStableOffset: -1, logStartOffset: -1})
 	return release
 }
 
@@ -148,24 +197,57 @@ func (s *Session) updateLocked(listed []Partition, forgotten []Key, release []Id
 	}
 	for _, k := range forgotten {
 		if e, ok := s.byKey[k]; ok {
-			release = e.Value.(*cachedPartition).dropIdle(release)
+			c := e.Value.(*cachedPartition)
+			release = s.dropIdleLocked(c, release)
 			s.order.Remove(e)
 			delete(s.byKey, k)
+			delete(s.active, c)
+			c.forgotten = true
 		}
 	}
 	return release
 }
 
 // toReadLocked lists, in reading order, the session's partitions a fetch
-// reads: all but those whose idle mark is unchanged. The marks of the
-// others, changed, go to release. Must be called with mu held.
-func (s *Session) toReadLocked(out []*cachedPartition, release []Idle) ([]*cachedPartition, []Idle) {
+// at now reads: all but those whose idle mark is unchanged. The marks of
+// the others, changed, go to release. With a tracker, only the marks it
+// names as changed are checked (Tracker.Changed), except once per
+// fullCheckInterval. Must be called with mu held.
+func (s *Session) toReadLocked(out []*cachedPartition, release []Idle, now time.Time) ([]*cachedPartition, []Idle) {
+	if s.tracker == nil {
+		return s.checkAllLocked(out, release)
+	}
+	s.changedBuf = s.tracker.Changed(s.changedBuf[:0])
+	if !now.Before(s.fullCheckAt) || 2*len(s.active) >= s.order.Len() {
+		if !now.Before(s.fullCheckAt) {
+			s.fullCheckAt = now.Add(fullCheckInterval)
+		}
+		clear(s.changedBuf)
+		return s.checkAllLocked(out, release)
+	}
+	for _, m := range s.changedBuf {
+		if c, ok := s.byIdle[m]; ok && !m.Unchanged() {
+			release = s.dropIdleLocked(c, release)
+		}
+	}
+	clear(s.changedBuf)
+	start := len(out)
+	for c := range s.active {
+		out = append(out, c)
+	}
+	slices.SortFunc(out[start:], func(a, b *cachedPartition) int { return cmp.Compare(a.seq, b.seq) })
+	return out, release
+}
+
+// checkAllLocked is toReadLocked checking every mark. Must be called with
+// mu held.
+func (s *Session) checkAllLocked(out []*cachedPartition, release []Idle) ([]*cachedPartition, []Idle) {
 	for e := s.order.Front(); e != nil; e = e.Next() {
 		c := e.Value.(*cachedPartition)
 		if c.idle != nil && c.idle.Unchanged() {
 			continue
 		}
-		release = c.dropIdle(release)
+		release = s.dropIdleLocked(c, release)
 		out = append(out, c)
 	}
 	return out, release
@@ -175,7 +257,7 @@ func (s *Session) toReadLocked(out []*cachedPartition, release []Idle) ([]*cache
 // forgets them: the session ends. Must be called with mu held.
 func (s *Session) idleLocked(release []Idle) []Idle {
 	for e := s.order.Front(); e != nil; e = e.Next() {
-		release = e.Value.(*cachedPartition).dropIdle(release)
+		release = s.dropIdleLocked(e.Value.(*cachedPartition), release)
 	}
 	return release
 }
@@ -198,6 +280,8 @@ func releaseAll(marks []Idle) {
 // Must be called with mu held.
 func (s *Session) toBackLocked(k Key) {
 	if e, ok := s.byKey[k]; ok {
+		e.Value.(*cachedPartition).seq = s.nextSeq
+		s.nextSeq++
 		s.order.MoveToBack(e)
 	}
 }
