@@ -250,9 +250,12 @@ func (b *Broker) shutdown(ctx context.Context) error {
 		})
 		cancel()
 	}
+	t0 := time.Now()
 	b.stopServing()
+	b.logger.Info("shutdown: stopped serving", "took", time.Since(t0))
 	var errs []error
 	if b.logs != nil {
+		t0 = time.Now()
 		if b.ctrl != nil {
 			// The clean-shutdown markers carry this registration's epoch:
 			// registering with it next time tells the controller the logs
@@ -264,6 +267,7 @@ func (b *Broker) shutdown(ctx context.Context) error {
 		if err := b.logs.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing logs: %w", err))
 		}
+		b.logger.Info("shutdown: logs closed", "took", time.Since(t0))
 	}
 	if b.ctrl != nil {
 		var cerr error // read only once the step returned
