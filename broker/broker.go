@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,8 +35,13 @@ type Broker struct {
 	logs     *storage.Manager
 	replicas *replication.Manager
 	ctrl     *controller.Node
-	server   *protocol.Server
-	dispatch *dispatcher
+	// stopStep, when set (tests), replaces defaultStopStepTimeout.
+	stopStep time.Duration
+	// Shutdown runs once; later calls return its error.
+	shutdownOnce sync.Once
+	shutdownErr  error
+	server       *protocol.Server
+	dispatch     *dispatcher
 
 	// listeners are the client listeners, bound before registration so that
 	// the ports are known.
@@ -224,40 +230,98 @@ func (b *Broker) serve() {
 // away while we still serve), then listeners, replication, logs (flush and
 // checkpoints) and the controller node.
 func (b *Broker) Shutdown(ctx context.Context) error {
+	b.shutdownOnce.Do(func() { b.shutdownErr = b.shutdown(ctx) })
+	return b.shutdownErr
+}
+
+func (b *Broker) shutdown(ctx context.Context) error {
 	if b.ctrl != nil && b.cfg.ControlledShutdownEnable && b.cfg.HasRole(config.RoleBroker) {
 		// A controller that cannot grant the shutdown within a session
 		// timeout fences this broker anyway once heartbeats stop; waiting
-		// longer (say, for a quorum that is gone) gains nothing.
-		cctx, cancel := context.WithTimeout(ctx, max(b.cfg.BrokerSessionTimeout, 5*time.Second))
-		if err := b.ctrl.ControlledShutdown(cctx); err != nil {
-			b.logger.Warn("controlled shutdown incomplete; stopping anyway", "err", err)
-		}
+		// longer (say, for a quorum that is gone) gains nothing. As Kafka's
+		// broker, give up then and shut down anyway: bounded here too in
+		// case the call itself does not return when its context ends.
+		d := max(b.cfg.BrokerSessionTimeout, 5*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, d)
+		b.bounded("controlled shutdown", d+time.Second, func() {
+			if err := b.ctrl.ControlledShutdown(cctx); err != nil {
+				b.logger.Warn("controlled shutdown incomplete; stopping anyway", "err", err)
+			}
+		})
 		cancel()
 	}
+	t0 := time.Now()
 	b.stopServing()
+	b.logger.Info("shutdown: stopped serving", "took", time.Since(t0))
 	var errs []error
 	if b.logs != nil {
+		t0 = time.Now()
 		if b.ctrl != nil {
 			// The clean-shutdown markers carry this registration's epoch:
 			// registering with it next time tells the controller the logs
 			// were flushed and closed (KIP-966).
 			b.logs.SetBrokerEpoch(b.ctrl.BrokerEpoch())
 		}
+		// Not bounded: the clean-shutdown marker is written last, once
+		// every byte it vouches for is on disk.
 		if err := b.logs.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("closing logs: %w", err))
 		}
+		b.logger.Info("shutdown: logs closed", "took", time.Since(t0))
 	}
 	if b.ctrl != nil {
-		if err := b.ctrl.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("closing controller node: %w", err))
+		var cerr error // read only once the step returned
+		if !b.bounded("controller node close", b.stopStepTimeout(), func() { cerr = b.ctrl.Close() }) {
+			errs = append(errs, errors.New("closing controller node: timed out"))
+		} else if cerr != nil {
+			errs = append(errs, fmt.Errorf("closing controller node: %w", cerr))
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// defaultStopStepTimeout bounds each step of a shutdown that waits on
+// others (the serving goroutines, the replica fetchers, the controller
+// node): a step still running then is left behind and the shutdown goes
+// on, so that the logs are closed and their clean-shutdown markers written
+// whatever else hangs. A broker left alone by the rest of its cluster
+// once waited 23 minutes until killed.
+const defaultStopStepTimeout = 10 * time.Second
+
+func (b *Broker) stopStepTimeout() time.Duration {
+	if b.stopStep > 0 {
+		return b.stopStep
+	}
+	return defaultStopStepTimeout
+}
+
+// bounded runs fn and waits at most d for it. Past d it logs every
+// goroutine's stack (where the step waits) and returns false, leaving fn
+// running: the process is about to exit.
+func (b *Broker) bounded(step string, d time.Duration, fn func()) bool {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-t.C:
+	}
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	b.logger.Error("shutdown step timed out; going on without it", "step", step, "timeout", d,
+		"goroutines", string(buf))
+	return false
+}
+
 // stopServing closes the listeners and stops the goroutines that serve
 // (requests, metrics, certificate reloads, groups, replication); logs and
-// the controller node are left to the caller.
+// the controller node are left to the caller. The waits on other
+// goroutines are bounded (see defaultStopStepTimeout).
 func (b *Broker) stopServing() {
 	if b.server != nil {
 		b.server.Close()
@@ -269,18 +333,18 @@ func (b *Broker) stopServing() {
 	if b.stopSec != nil {
 		b.stopSec()
 	}
-	b.wg.Wait()
+	b.bounded("serving goroutines", b.stopStepTimeout(), b.wg.Wait)
 	if b.txns != nil {
-		b.txns.close()
+		b.bounded("transaction coordinator", b.stopStepTimeout(), b.txns.close)
 	}
 	if b.groups != nil {
-		b.groups.close()
+		b.bounded("group coordinator", b.stopStepTimeout(), b.groups.close)
 	}
 	if b.shares != nil {
-		b.shares.close()
+		b.bounded("share coordinator", b.stopStepTimeout(), b.shares.close)
 	}
 	if b.replicas != nil {
-		b.replicas.Close()
+		b.bounded("replica manager", b.stopStepTimeout(), b.replicas.Close)
 	}
 }
 

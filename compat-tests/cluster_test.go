@@ -3,7 +3,11 @@ package compat
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -246,4 +250,51 @@ func TestBrokerOnlyNodes(t *testing.T) {
 	c.waitTopicEverywhere(topic, 2, 2)
 	produceN(t, c.seeds(), topic, 50, "b")
 	consumeN(t, c.seeds(), topic, 100, time.Minute)
+}
+
+// The last broker of a cluster, stopped after the other two are gone, has
+// no controller to grant its controlled shutdown: as Kafka's, it gives up
+// after a while and shuts down anyway, flushing its logs and writing their
+// clean-shutdown markers (it once waited 23 minutes until killed). Its next
+// start is a clean one: it registers with the epoch the marker holds.
+func TestLastBrokerStopsCleanlyWithoutQuorum(t *testing.T) {
+	needOwnCluster(t)
+	t.Parallel()
+	c := startCluster(t, clusterOpts{brokers: 3, flags: replicationFlags()})
+	adm := newAdmin(t, c.seeds())
+	topic := newTopic(t, adm, 3, 3, nil)
+	c.waitTopicEverywhere(topic, 3, 3)
+	cl := newClient(t, c.seeds(), kgo.DefaultProduceTopic(topic))
+	for i := range 30 {
+		must(t, cl.ProduceSync(ctxTimeout(t, 30*time.Second), kgo.StringRecord(fmt.Sprintf("v%d", i))).FirstErr(), "produce")
+	}
+	cl.Close()
+	c.node(1).stop()
+	c.node(2).stop()
+	last := c.node(3)
+	marker := filepath.Join(last.dataDir, ".kafka_cleanshutdown")
+	start := time.Now()
+	last.Signal(syscall.SIGTERM)
+	if !last.WaitExit(60 * time.Second) {
+		last.Signal(syscall.SIGQUIT) // its goroutines, in the output below
+		last.WaitExit(5 * time.Second)
+		t.Fatalf("the last broker did not exit within 60 s of SIGTERM")
+	}
+	took := time.Since(start)
+	b, err := os.ReadFile(marker)
+	must(t, err, "the clean-shutdown marker of the last broker")
+	t.Logf("last broker exited %v after SIGTERM; marker %s", took, b)
+
+	for _, n := range c.nodes {
+		c.restart(n)
+	}
+	c.waitServing(60 * time.Second)
+	re := regexp.MustCompile(`broker registered" component=controller node=3 epoch=\d+ previous_clean_shutdown_epoch=(-?\d+)`)
+	m := re.FindAllStringSubmatch(last.logs(), -1)
+	if len(m) == 0 {
+		t.Fatalf("node 3 did not log its registration")
+	}
+	if m[len(m)-1][1] == "-1" {
+		t.Fatalf("node 3 came back unclean (previous_clean_shutdown_epoch=-1) after exiting in %v", took)
+	}
 }

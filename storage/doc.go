@@ -12,7 +12,10 @@
 //	  log-start-offset-checkpoint        log start offsets
 //	  cleaner-offset-checkpoint          first dirty offset of compacted logs
 //	  .kafka_cleanshutdown               present only after a clean shutdown:
-//	                                     {"version":0,"brokerEpoch":N} (KIP-966)
+//	                                     {"version":0,"brokerEpoch":N} (KIP-966);
+//	                                     written last by Manager.Close, after one
+//	                                     syncfs of the dir made the logs' closing
+//	                                     writes durable and the checkpoints
 //	  __cluster_metadata-0/              not ours (controller); never touched
 //	  <topic>-<partition>/
 //	    00000000000000000000.log         batches exactly as on the wire

@@ -24,6 +24,52 @@ type fileEnv struct {
 	logger      *slog.Logger
 	// indexInterval is index.interval.bytes, for lazy index rebuilds.
 	indexInterval atomic.Int64
+	// syncsDeferred turns every sync of the log (fs is a gatedFS over it)
+	// into a no-op: Manager.Close closes its logs so and then makes them
+	// durable with one SyncFS per log dir before it writes the
+	// checkpoints and the clean-shutdown marker.
+	syncsDeferred atomic.Bool
+}
+
+// gatedFS is a file system whose syncs (fsync, msync, directory fsync) do
+// nothing while *off is set; everything else passes through.
+type gatedFS struct {
+	vfs.FS
+	off *atomic.Bool
+}
+
+func (g gatedFS) OpenFile(name string, flag int, perm os.FileMode) (vfs.File, error) {
+	f, err := g.FS.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return gatedFile{File: f, off: g.off}, nil
+}
+
+func (g gatedFS) SyncDir(dir string) error {
+	if g.off.Load() {
+		return nil
+	}
+	return g.FS.SyncDir(dir)
+}
+
+func (g gatedFS) Msync(name string, b []byte, from, to int64) error {
+	if g.off.Load() {
+		return nil
+	}
+	return g.FS.Msync(name, b, from, to)
+}
+
+type gatedFile struct {
+	vfs.File
+	off *atomic.Bool
+}
+
+func (f gatedFile) Sync() error {
+	if f.off.Load() {
+		return nil
+	}
+	return f.File.Sync()
 }
 
 // allocate reserves disk blocks for [offset, offset+length) of f. With

@@ -1040,7 +1040,23 @@ func (m *Manager) Close() error {
 		errs = append(errs, f.err)
 		unclean[f.ml.dir] = true
 	}
-	ckErr := m.WriteCheckpoints()
+	// The logs closed without syncing (Log.closeUnsynced): one syncfs per
+	// log dir makes all of it durable before any checkpoint or marker
+	// vouches for it. Should one fail, no checkpoint is written (the last
+	// ones on disk are behind, which recovery copes with) and no dir is
+	// declared clean.
+	var ckErr error
+	for _, ds := range m.dirs {
+		if ds.failure != nil {
+			continue
+		}
+		if err := m.opts.FS.SyncFS(ds.path); err != nil {
+			ckErr = errors.Join(ckErr, diskError("syncfs "+ds.path, err))
+		}
+	}
+	if ckErr == nil {
+		ckErr = m.WriteCheckpoints()
+	}
 	if ckErr != nil {
 		errs = append(errs, ckErr)
 	}
@@ -1098,7 +1114,7 @@ func closeLogs(logs []*managedLog, workers int) []closeFailure {
 		go func() {
 			defer wg.Done()
 			for ml := range next {
-				if err := ml.log.Close(); err != nil {
+				if err := ml.log.closeUnsynced(); err != nil {
 					mu.Lock()
 					failures = append(failures, closeFailure{ml, err})
 					mu.Unlock()

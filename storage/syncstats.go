@@ -60,6 +60,12 @@ func (f countingFS) SyncDir(dir string) error {
 	return f.FS.SyncDir(dir)
 }
 
+func (f countingFS) SyncFS(dir string) error {
+	f.c.dataSyncs.Add(1)
+	f.c.dirSyncs.Add(1)
+	return f.FS.SyncFS(dir)
+}
+
 func (f countingFS) Msync(name string, b []byte, from, to int64) error {
 	f.c.dataSyncs.Add(1)
 	return f.FS.Msync(name, b, from, to)

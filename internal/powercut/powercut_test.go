@@ -233,3 +233,20 @@ func TestJournalIsReadable(t *testing.T) {
 		t.Fatal("a bad journal replayed")
 	}
 }
+
+// A syncfs of the root is a sync of every file and directory under it:
+// new directories, their files and unsynced tails all survive; what is
+// written after it does not.
+func TestSyncFSSyncsEverythingUnderTheDir(t *testing.T) {
+	f := newFixture(t)
+	f.must(f.r.MkdirAll(f.path("d/e"), 0o755))
+	f.write("d/e/x", 0, "data", false)
+	f.write("old.txt", 8, " more", false)
+	f.must(f.r.SyncFS(f.root))
+	f.write("d/e/x", 4, " later", false)
+	f.write("d/y", 0, "after", false)
+	f.cut()
+	f.want("d/e/x", "data")
+	f.want("old.txt", "old data more")
+	f.gone("d/y")
+}

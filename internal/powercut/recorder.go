@@ -288,6 +288,59 @@ func (r *Recorder) SyncDir(dir string) error {
 	return r.record("syncdir", dir)
 }
 
+// SyncFS is syncfs(2): every file and directory under dir is on disk. It
+// is journaled as what it amounts to there: an fsync of every file and a
+// sync of every directory under dir, so that replay needs no new event.
+func (r *Recorder) SyncFS(dir string) error {
+	dir = abs(dir)
+	if !r.tracked(dir) {
+		return r.inner.SyncFS(dir)
+	}
+	if r.syncFails() {
+		return eio("syncfs", dir)
+	}
+	// Held across the walk and the syncfs: a file changed meanwhile would
+	// be journaled with a size the syncfs may not have seen.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.inner.SyncFS(dir); err != nil {
+		return err
+	}
+	var dirs []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+			return nil
+		}
+		st, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.knowLocked(p); err != nil {
+			return err
+		}
+		return r.recordLocked("sync", p, itoa(st.Size()))
+	})
+	if err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if err := r.recordLocked("syncdir", d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Msync writes back b[from:to] of a mapping of name: that range and the
 // file's size are on disk.
 func (r *Recorder) Msync(name string, b []byte, from, to int64) error {

@@ -34,10 +34,11 @@ const (
 	OpMkdir              // FS.MkdirAll
 	OpMmap               // File.Mmap
 	OpChtimes            // FS.Chtimes
+	OpSyncFS             // FS.SyncFS
 )
 
 var opNames = [...]string{"open", "create", "read", "write", "sync", "msync", "syncdir", "allocate",
-	"truncate", "rename", "remove", "mkdir", "mmap", "chtimes"}
+	"truncate", "rename", "remove", "mkdir", "mmap", "chtimes", "syncfs"}
 
 func (o Op) String() string {
 	if int(o) < len(opNames) {
@@ -47,7 +48,7 @@ func (o Op) String() string {
 }
 
 // IsSync reports the calls that make data durable.
-func (o Op) IsSync() bool { return o == OpSync || o == OpMsync || o == OpSyncDir }
+func (o Op) IsSync() bool { return o == OpSync || o == OpMsync || o == OpSyncDir || o == OpSyncFS }
 
 // Injector decides whether a call fails: it returns the error to inject
 // (syscall.EIO, syscall.ENOSPC, ...) or nil. path is the file or directory.
@@ -527,6 +528,50 @@ func (c *CrashFS) SyncDir(dir string) error {
 		}
 	}
 	c.durable[d.id] = entries
+	return nil
+}
+
+// SyncFS is syncfs(2): every file and directory entry under dir is on
+// disk (the model knows only the tracked tree; under dir is all it can
+// promise). A file whose writeback failed earlier stays lost, as with
+// fsync.
+func (c *CrashFS) SyncFS(dir string) error {
+	dir = abs(dir)
+	if !c.tracked(dir) {
+		return c.inner.SyncFS(dir)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.checkLocked(OpSyncFS, dir); err != nil {
+		return err
+	}
+	if d, ok := c.cur[dir]; !ok || !d.dir {
+		return &os.PathError{Op: "syncfs", Path: dir, Err: fs.ErrNotExist}
+	}
+	entries := map[int]map[string]entry{}
+	for p, e := range c.cur {
+		if p != dir && !strings.HasPrefix(p, dir+string(filepath.Separator)) {
+			continue
+		}
+		if e.dir && entries[e.id] == nil {
+			entries[e.id] = map[string]entry{}
+		}
+		if p != dir {
+			parent := c.cur[filepath.Dir(p)].id
+			if entries[parent] == nil {
+				entries[parent] = map[string]entry{}
+			}
+			entries[parent][filepath.Base(p)] = e
+		}
+		if !e.dir && !c.lost[e.id] {
+			if err := c.captureLocked(e.id, 0, -1); err != nil {
+				return err
+			}
+		}
+	}
+	for id, es := range entries {
+		c.durable[id] = es
+	}
 	return nil
 }
 

@@ -162,3 +162,28 @@ func TestCrashCutAfter(t *testing.T) {
 		t.Fatal("not cut")
 	}
 }
+
+// SyncFS of a dir makes everything under it durable: new subdirectories,
+// their entries and the files' data; later writes are not.
+func TestCrashSyncFS(t *testing.T) {
+	c := newCrash(t)
+	if err := c.MkdirAll(filepath.Join(c.Root(), "d", "e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, c, "d/e/x", "data", false).Close()
+	write(t, c, "top", "top data", false).Close()
+	if err := c.SyncFS(c.Root()); err != nil {
+		t.Fatal(err)
+	}
+	write(t, c, "d/later", "after", false).Close()
+	img := c.Cut(nil)
+	if got := string(img.Files["d/e/x"]); got != "data" {
+		t.Fatalf("d/e/x = %q, want its data synced by the syncfs", got)
+	}
+	if got := string(img.Files["top"]); got != "top data" {
+		t.Fatalf("top = %q, want its data synced by the syncfs", got)
+	}
+	if _, ok := img.Files["d/later"]; ok {
+		t.Fatal("a file created after the syncfs survived")
+	}
+}

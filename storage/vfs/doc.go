@@ -13,7 +13,9 @@
 // (real files, real mappings, so the bytes a mapping holds are the bytes a
 // pread returns) and models only durability. Every path to durability goes
 // through this package: File.Sync (fsync), FS.Msync (msync of a range of a
-// mapping, named by its file) and FS.SyncDir (the directory's entries). At
+// mapping, named by its file), FS.SyncDir (the directory's entries) and
+// FS.SyncFS (syncfs(2): every file and directory under a dir, as far as the
+// model knows the file system; a clean shutdown's one sync per log dir). At
 // each of them CrashFS copies what the call made durable from the real
 // file into its disk image: the whole file for fsync, the synced range and
 // the file size for msync (Linux's msync(MS_SYNC) is fdatasync of the

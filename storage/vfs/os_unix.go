@@ -47,6 +47,26 @@ func (osFS) SyncDir(dir string) error {
 	return err
 }
 
+func (osFS) SyncFS(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	for {
+		err = unix.Syncfs(int(d.Fd()))
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return &os.PathError{Op: "syncfs", Path: dir, Err: err}
+	}
+	return nil
+}
+
 func (osFS) Msync(_ string, b []byte, from, to int64) error {
 	to = min(to, int64(len(b)))
 	if to <= from {

@@ -45,6 +45,11 @@ type FS interface {
 	// SyncDir fsyncs the directory: creations, renames and removals of its
 	// entries are durable once it returns.
 	SyncDir(dir string) error
+	// SyncFS is syncfs(2) of the file system holding dir: every file's
+	// data and size and every directory's entries on it are durable once
+	// it returns. Crash models count it as a sync of everything under dir
+	// (they know nothing of the rest of the file system).
+	SyncFS(dir string) error
 	// Msync writes back b[from:to] of a mapping of the file name (made by
 	// File.Mmap) synchronously: msync(MS_SYNC). from is rounded down to a
 	// page.
