@@ -52,7 +52,7 @@ func (p *Partition) leaderAppendEpoch(acks int16) (int32, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	switch {
-	case p.role != RoleLeader:
+	case p.role != RoleLeader || !p.leaderAppends.isOpen():
 		return -1, kerr.NotLeaderForPartition
 	case acks == -1 && int32(len(p.isr.committed)) < p.effectiveMinISRLocked():
 		return -1, kerr.NotEnoughReplicas
