@@ -26,6 +26,11 @@ func (p *Partition) AppendAsLeader(batches []record.Batch, acks int16, opts stor
 	if err != nil {
 		return storage.AppendInfo{}, err
 	}
+	if !p.leaderAppends.isOpen() {
+		// Checked after the role: a refusal for another reason says so.
+		p.logger.Debug("append as leader held: the broker does not serve yet", "leader_epoch", epoch)
+		return storage.AppendInfo{}, kerr.NotLeaderForPartition
+	}
 	info, err := p.log.AppendAsLeader(batches, epoch, opts)
 	if err != nil {
 		return info, err
@@ -52,7 +57,7 @@ func (p *Partition) leaderAppendEpoch(acks int16) (int32, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	switch {
-	case p.role != RoleLeader || !p.leaderAppends.isOpen():
+	case p.role != RoleLeader:
 		return -1, kerr.NotLeaderForPartition
 	case acks == -1 && int32(len(p.isr.committed)) < p.effectiveMinISRLocked():
 		return -1, kerr.NotEnoughReplicas
