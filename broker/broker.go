@@ -183,6 +183,10 @@ func (b *Broker) Start(ctx context.Context) error {
 	if !b.waitForView(ctx, func(v *metadataView) bool { return v.img.AppliedIndex >= unfencedAt }) {
 		return fmt.Errorf("waiting for the partitions to follow the metadata image: %w", ctx.Err())
 	}
+	// The coordinators' writes to the partitions led here (transaction
+	// markers, __consumer_offsets, __transaction_state, share state) were
+	// held until now with the clients' produces (replication/appendgate.go).
+	b.replicas.OpenLeaderAppends()
 	b.serve()
 	b.serving.Store(true)
 	b.logger.Info("broker serving", "node_id", b.cfg.NodeID, "cluster_id", ctrl.Image().ClusterID,

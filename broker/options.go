@@ -45,6 +45,11 @@ func (b *Broker) replicaOptions() replication.ManagerOptions {
 		AlterPartition:    b.alterPartition,
 		ReplicaLagTimeMax: b.cfg.ReplicaLagTimeMax,
 		OnISRChange:       b.metrics.onISRChange,
+		// No append as leader before the broker serves (Start), as no
+		// request reaches Kafka's broker before then: the roles it applies
+		// meanwhile may be those of the image it replayed, at the epoch it
+		// led before a power cut (replication/appendgate.go).
+		HoldLeaderAppends: true,
 		Fetcher: replication.FetcherOptions{
 			MaxWait:           b.cfg.ReplicaFetchWaitMax,
 			MinBytes:          b.cfg.ReplicaFetchMinBytes,

@@ -26,6 +26,11 @@ func (p *Partition) AppendAsLeader(batches []record.Batch, acks int16, opts stor
 	if err != nil {
 		return storage.AppendInfo{}, err
 	}
+	if !p.leaderAppends.isOpen() {
+		// Checked after the role: a refusal for another reason says so.
+		p.logger.Debug("append as leader held: the broker does not serve yet", "leader_epoch", epoch)
+		return storage.AppendInfo{}, kerr.NotLeaderForPartition
+	}
 	info, err := p.log.AppendAsLeader(batches, epoch, opts)
 	if err != nil {
 		return info, err

@@ -36,6 +36,11 @@ type ManagerOptions struct {
 	Fetcher FetcherOptions
 	// OnISRChange, if set, is told of every ISR change a leader here made.
 	OnISRChange func(p *Partition, shrink bool)
+	// HoldLeaderAppends holds every append as leader of the manager's
+	// partitions until OpenLeaderAppends (appendgate.go): a broker opens
+	// them once it serves, so that it never appends at the leader epoch of
+	// an image it replayed at start.
+	HoldLeaderAppends bool
 	// Now and After are the clock and timer source of the manager and its
 	// fetchers (time.Now and time.After when nil).
 	Now    func() time.Time
@@ -62,6 +67,9 @@ type Manager struct {
 	closed     bool               // no fetcher starts after Close
 
 	alterCh chan alterItem // ISR proposals to the sender goroutine
+
+	// appends holds the partitions' appends as leader; nil: never held.
+	appends *LeaderAppendGate
 }
 
 type alterItem struct {
@@ -84,11 +92,23 @@ func NewManager(opts ManagerOptions) *Manager {
 		opts.ReplicaLagTimeMax = 30 * time.Second
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Manager{
+	m := &Manager{
 		opts: opts, logger: opts.Logger, ctx: ctx, cancel: cancel,
 		partitions: make(map[storage.TopicPartition]*Partition),
 		fetchers:   make(map[int32]*fetcher),
 		alterCh:    make(chan alterItem, 1024),
+	}
+	if opts.HoldLeaderAppends {
+		m.appends = NewLeaderAppendGate()
+	}
+	return m
+}
+
+// OpenLeaderAppends lets the partitions take appends as leader from now on
+// (ManagerOptions.HoldLeaderAppends).
+func (m *Manager) OpenLeaderAppends() {
+	if m.appends != nil {
+		m.appends.Open()
 	}
 }
 
@@ -149,6 +169,7 @@ func (m *Manager) Ensure(st PartitionState, cfg storage.LogConfig) (*Partition, 
 	}
 	p = NewPartition(st.Topic, st.Partition, log, PartitionOptions{
 		LocalID: m.opts.LocalID, Now: m.opts.Now, Logger: m.logger, ProposeISR: m.proposeISR, OnISRChange: m.opts.OnISRChange,
+		LeaderAppends: m.appends,
 	})
 	m.partitions[tp] = p
 	return p, nil

@@ -56,6 +56,9 @@ type Partition struct {
 	// onISRChange is told of every committed ISR change this leader made
 	// (metrics: ISR shrinks and expands).
 	onISRChange func(p *Partition, shrink bool)
+	// leaderAppends, when set, must be open for this replica to take an
+	// append as leader (PartitionOptions.LeaderAppends).
+	leaderAppends *LeaderAppendGate
 
 	// roleMu pins role and leaderEpoch across slow log work (see above).
 	roleMu sync.RWMutex
@@ -101,6 +104,10 @@ type PartitionOptions struct {
 	Logger      *slog.Logger
 	ProposeISR  func(*Partition, AlterISR)
 	OnISRChange func(p *Partition, shrink bool)
+	// LeaderAppends, if set, holds every append as leader (refused with
+	// NOT_LEADER_OR_FOLLOWER) until it is opened: a broker's manager holds
+	// them until the broker serves (ManagerOptions.HoldLeaderAppends).
+	LeaderAppends *LeaderAppendGate
 }
 
 // NewPartition wraps a log (a *storage.Log in a broker). The partition
@@ -117,7 +124,7 @@ func NewPartition(topic string, index int32, log ReplicaLog, opts PartitionOptio
 	p := &Partition{
 		Topic: topic, Index: index, localID: opts.LocalID, log: log, now: now,
 		logger:     logger.With("topic", topic, "partition", index),
-		proposeISR: opts.ProposeISR, onISRChange: opts.OnISRChange,
+		proposeISR: opts.ProposeISR, onISRChange: opts.OnISRChange, leaderAppends: opts.LeaderAppends,
 		leader: -1, minISR: 1,
 	}
 	p.watchers.owner = p
