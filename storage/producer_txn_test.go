@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kbroker/kbroker/record"
 )
@@ -304,6 +305,70 @@ func TestTxnIndexRecovery(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "dropped transaction index entries") {
 		t.Fatal("no log line about the dropped entries")
+	}
+}
+
+// A recovery point checkpointed before retention moved the log start
+// past it (crash suite seed 5720): the transaction's data lies in a
+// deleted segment, its ABORT marker in the first segment left. Recovery
+// raises the recovery point to the log start, as Kafka does, and replays
+// producer state from the snapshot taken at the log start, which holds the
+// open transaction: the marker's .txnindex entry is written again, and a
+// read_committed fetch from the log start gets it (its first offset below
+// the log start, as Kafka's collectAbortedTxns returns it).
+func TestTxnIndexRecoveryPointBelowLogStart(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// before: records appended in the marker's segment before it.
+		before int
+	}{{"marker first in its segment", 0}, {"marker later in its segment", 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newTestEnv(t)
+			cfg := smallConfig()
+			cfg.SegmentMs = time.Hour
+			l := e.open(cfg, LogState{})
+			appendN(t, l, 1, 4, 0)         // 0-3
+			txnProduce(t, l, 7, 0, 0, 3)   // 4-6, in segment 0
+			e.clock.Advance(2 * time.Hour) // segment.ms: the next append rolls
+			base := l.LogEndOffset()
+			appendN(t, l, c.before, 1, 0)
+			abort := mustEndTxn(t, l, 7, 0, false).FirstOffset
+			appendN(t, l, 1, 2, 0)
+			if got := l.Segments()[1].BaseOffset; got != base {
+				t.Fatalf("second segment starts at %d, want %d", got, base)
+			}
+			want := []AbortedTxn{{ProducerID: 7, FirstOffset: 4, LastOffset: abort, LastStableOffset: abort + 1}}
+			if got := txnIndexFile(t, l, base); !reflect.DeepEqual(got, want) {
+				t.Fatalf("txnindex of segment %d: %+v, want %+v", base, got, want)
+			}
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			leo := l.LogEndOffset()
+			l.SetHighWatermark(leo)
+			if err := l.SetLogStartOffset(base); err != nil { // retention deletes segment 0
+				t.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			// The power was cut: the checkpoints are those of before the
+			// roll (recovery point 4, log start 0).
+			l = e.open(cfg, LogState{RecoveryPoint: 4, LogStartOffset: 0, HighWatermark: 4})
+			defer l.Close()
+			if got := txnIndexFile(t, l, base); !reflect.DeepEqual(got, want) {
+				t.Fatalf("recovered txnindex of segment %d: %+v, want %+v", base, got, want)
+			}
+			if got := l.AbortedTransactions(base, leo); !reflect.DeepEqual(got, want) {
+				t.Fatalf("AbortedTransactions(%d, %d) = %+v, want %+v", base, leo, got, want)
+			}
+			l.SetHighWatermark(leo)
+			checkLSO(t, l, leo)
+			if start, rp := l.LogStartOffset(), l.RecoveryPoint(); start != base || rp < start {
+				t.Fatalf("log start %d, recovery point %d: want start %d and the recovery point at or above it", start, rp, base)
+			}
+		})
 	}
 }
 
