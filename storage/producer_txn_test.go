@@ -485,3 +485,34 @@ func TestTxnLastStableOffsetMonotonic(t *testing.T) {
 		t.Fatalf("the LSO moved back %d times: %v", len(backs), backs[:min(5, len(backs))])
 	}
 }
+
+// Retention may delete the segment holding an open transaction's first
+// offset (it waits for the HW, not the LSO): the LSO then stays at the log
+// start offset until the transaction ends, as Kafka clamps the first
+// unstable offset to the log start (UnifiedLog.maybeIncrementFirstUnstableOffset),
+// never below it, where ListOffsets would answer an offset that a fetch
+// finds out of range.
+func TestTxnLastStableOffsetNotBelowLogStart(t *testing.T) {
+	e := newTestEnv(t)
+	cfg := smallConfig()
+	cfg.SegmentMs = time.Hour
+	l := e.open(cfg, LogState{})
+	defer l.Close()
+	txnProduce(t, l, 7, 0, 0, 3) // 0-2: the transaction opens
+	e.clock.Advance(2 * time.Hour)
+	appendN(t, l, 1, 2, 0)       // 3-4, in a new segment
+	txnProduce(t, l, 7, 0, 3, 1) // 5: the same transaction
+	l.SetHighWatermark(l.LogEndOffset())
+	checkLSO(t, l, 0)
+	if err := l.SetLogStartOffset(3); err != nil { // segment 0 goes
+		t.Fatal(err)
+	}
+	checkLSO(t, l, 3)
+	abort := mustEndTxn(t, l, 7, 0, false).FirstOffset
+	l.SetHighWatermark(l.LogEndOffset())
+	checkLSO(t, l, l.LogEndOffset())
+	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: abort, LastStableOffset: abort + 1}}
+	if got := l.AbortedTransactions(3, l.LogEndOffset()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("AbortedTransactions(3, %d) = %+v, want %+v", l.LogEndOffset(), got, want)
+	}
+}
