@@ -437,7 +437,7 @@ func checkRecovered(t *testing.T, seed int64, l *Log, model *crashModel) {
 		t.Fatalf("seed %d: "+format, append([]any{seed}, args...)...)
 	}
 	start, leo := l.LogStartOffset(), l.LogEndOffset()
-	if hw, rp := l.HighWatermark(), l.RecoveryPoint(); hw < start || hw > leo || rp > leo {
+	if hw, rp := l.HighWatermark(), l.RecoveryPoint(); hw < start || hw > leo || rp < start || rp > leo {
 		fail("offsets out of order: start %d hw %d recovery point %d leo %d", start, hw, rp, leo)
 	}
 	if start > model.logStart && !model.retentionInFlight {

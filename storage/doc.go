@@ -177,12 +177,15 @@
 //     when first mapped, and rebuilt from the log if corrupt.
 //  4. The log end offset is the end of the last valid batch; the log start
 //     offset is max(checkpoint, first segment); the high watermark is
-//     clamped into [log start, log end]. If the checkpointed log start is
-//     beyond the log end, the log restarts empty there.
+//     clamped into [log start, log end], and so is the recovery point
+//     (nothing below the log start is left to recover; Kafka's UnifiedLog
+//     raises it at load too). If the checkpointed log start is beyond the
+//     log end, the log restarts empty there.
 //  5. The leader epoch cache is loaded (rebuilt from the batch headers if
 //     missing or corrupt) and truncated to [log start, log end].
 //  6. Transaction indexes are read; entries whose marker lies beyond their
-//     segment's valid data, and torn tails, are dropped.
+//     segment's valid data or at or after the recovery point, and torn
+//     tails, are dropped (the replay of 7 writes those of the log again).
 //  7. Producer state: snapshots above the log end are deleted, the newest
 //     valid one at or below the log end (after an unclean shutdown: at or
 //     below the recovery point) is loaded (corrupt ones are deleted) and the
@@ -190,7 +193,12 @@
 //     opens and completes transactions and writes again the transaction
 //     index entries a crash lost. (Snapshots are only written once the data
 //     below them is in the log, and truncation removes later ones, so the
-//     newest one at or below the log end is consistent.)
+//     newest one at or below the log end is consistent.) When retention
+//     moved the log start to a segment's base, the snapshot taken at that
+//     segment's roll holds the transactions open there: with the recovery
+//     point raised to the log start (4), the replay starts from it and
+//     completes the transactions whose data retention deleted while their
+//     ABORT markers remain.
 //
 // Progress is logged every RecoveryProgressEvery segments.
 //

@@ -329,11 +329,14 @@ func (t *txnState) expireVerifications(limit int64) {
 }
 
 // LastStableOffset is the partition's LSO: min(first unstable offset, HW).
-// A read_committed consumer reads below it; it never moves back.
+// A read_committed consumer reads below it; it never moves back. The
+// first unstable offset counts from the log start offset at least (Kafka's
+// maybeIncrementFirstUnstableOffset): retention may delete the segment
+// where an open transaction began.
 func (l *Log) LastStableOffset() int64 {
 	hw := l.highWatermark.Load()
 	if first, ok := l.producers.firstUnstableOffset(hw); ok && first < hw {
-		return first
+		return max(first, l.logStartOffset.Load())
 	}
 	return hw
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kbroker/kbroker/record"
 )
@@ -307,6 +308,70 @@ func TestTxnIndexRecovery(t *testing.T) {
 	}
 }
 
+// A recovery point checkpointed before retention moved the log start
+// past it (crash suite seed 5720): the transaction's data lies in a
+// deleted segment, its ABORT marker in the first segment left. Recovery
+// raises the recovery point to the log start, as Kafka does, and replays
+// producer state from the snapshot taken at the log start, which holds the
+// open transaction: the marker's .txnindex entry is written again, and a
+// read_committed fetch from the log start gets it (its first offset below
+// the log start, as Kafka's collectAbortedTxns returns it).
+func TestTxnIndexRecoveryPointBelowLogStart(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		// before: records appended in the marker's segment before it.
+		before int
+	}{{"marker first in its segment", 0}, {"marker later in its segment", 2}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newTestEnv(t)
+			cfg := smallConfig()
+			cfg.SegmentMs = time.Hour
+			l := e.open(cfg, LogState{})
+			appendN(t, l, 1, 4, 0)         // 0-3
+			txnProduce(t, l, 7, 0, 0, 3)   // 4-6, in segment 0
+			e.clock.Advance(2 * time.Hour) // segment.ms: the next append rolls
+			base := l.LogEndOffset()
+			appendN(t, l, c.before, 1, 0)
+			abort := mustEndTxn(t, l, 7, 0, false).FirstOffset
+			appendN(t, l, 1, 2, 0)
+			if got := l.Segments()[1].BaseOffset; got != base {
+				t.Fatalf("second segment starts at %d, want %d", got, base)
+			}
+			want := []AbortedTxn{{ProducerID: 7, FirstOffset: 4, LastOffset: abort, LastStableOffset: abort + 1}}
+			if got := txnIndexFile(t, l, base); !reflect.DeepEqual(got, want) {
+				t.Fatalf("txnindex of segment %d: %+v, want %+v", base, got, want)
+			}
+			if err := l.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			leo := l.LogEndOffset()
+			l.SetHighWatermark(leo)
+			if err := l.SetLogStartOffset(base); err != nil { // retention deletes segment 0
+				t.Fatal(err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			// The power was cut: the checkpoints are those of before the
+			// roll (recovery point 4, log start 0).
+			l = e.open(cfg, LogState{RecoveryPoint: 4, LogStartOffset: 0, HighWatermark: 4})
+			defer l.Close()
+			if got := txnIndexFile(t, l, base); !reflect.DeepEqual(got, want) {
+				t.Fatalf("recovered txnindex of segment %d: %+v, want %+v", base, got, want)
+			}
+			if got := l.AbortedTransactions(base, leo); !reflect.DeepEqual(got, want) {
+				t.Fatalf("AbortedTransactions(%d, %d) = %+v, want %+v", base, leo, got, want)
+			}
+			l.SetHighWatermark(leo)
+			checkLSO(t, l, leo)
+			if start, rp := l.LogStartOffset(), l.RecoveryPoint(); start != base || rp < start {
+				t.Fatalf("log start %d, recovery point %d: want start %d and the recovery point at or above it", start, rp, base)
+			}
+		})
+	}
+}
+
 // Truncation below a marker removes its entry and reopens the
 // transaction; a follower appending the leader's batches ends with the
 // same LSO and aborted index.
@@ -418,5 +483,36 @@ func TestTxnLastStableOffsetMonotonic(t *testing.T) {
 	<-done
 	if len(backs) > 0 {
 		t.Fatalf("the LSO moved back %d times: %v", len(backs), backs[:min(5, len(backs))])
+	}
+}
+
+// Retention may delete the segment holding an open transaction's first
+// offset (it waits for the HW, not the LSO): the LSO then stays at the log
+// start offset until the transaction ends, as Kafka clamps the first
+// unstable offset to the log start (UnifiedLog.maybeIncrementFirstUnstableOffset),
+// never below it, where ListOffsets would answer an offset that a fetch
+// finds out of range.
+func TestTxnLastStableOffsetNotBelowLogStart(t *testing.T) {
+	e := newTestEnv(t)
+	cfg := smallConfig()
+	cfg.SegmentMs = time.Hour
+	l := e.open(cfg, LogState{})
+	defer l.Close()
+	txnProduce(t, l, 7, 0, 0, 3) // 0-2: the transaction opens
+	e.clock.Advance(2 * time.Hour)
+	appendN(t, l, 1, 2, 0)       // 3-4, in a new segment
+	txnProduce(t, l, 7, 0, 3, 1) // 5: the same transaction
+	l.SetHighWatermark(l.LogEndOffset())
+	checkLSO(t, l, 0)
+	if err := l.SetLogStartOffset(3); err != nil { // segment 0 goes
+		t.Fatal(err)
+	}
+	checkLSO(t, l, 3)
+	abort := mustEndTxn(t, l, 7, 0, false).FirstOffset
+	l.SetHighWatermark(l.LogEndOffset())
+	checkLSO(t, l, l.LogEndOffset())
+	want := []AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: abort, LastStableOffset: abort + 1}}
+	if got := l.AbortedTransactions(3, l.LogEndOffset()); !reflect.DeepEqual(got, want) {
+		t.Fatalf("AbortedTransactions(3, %d) = %+v, want %+v", l.LogEndOffset(), got, want)
 	}
 }

@@ -222,7 +222,19 @@ func (l *Log) loadLocked(st LogState) error {
 	l.highWatermark.Store(max(min(st.HighWatermark, leo), lso))
 	rp := leo
 	if !st.CleanShutdown {
-		rp = max(min(st.RecoveryPoint, leo), 0)
+		// Nothing below the log start offset is left to recover: a
+		// recovery point checkpointed before retention (or DeleteRecords)
+		// moved the log start is raised to it, as Kafka's UnifiedLog does
+		// at load (updateLogStartOffset). The replay of producer state
+		// from the recovery point then starts from the snapshot taken at
+		// the roll of the first segment, which holds the transactions the
+		// deleted segments opened. From below the log start no snapshot
+		// was left (retention deletes them with their segments), so the
+		// replay began at the log start with no producer state: an ABORT
+		// marker there completed nothing and its transaction index entry,
+		// dropped as at or after the recovery point, was never written
+		// again (crash suite seed 5720).
+		rp = min(max(st.RecoveryPoint, lso, 0), leo)
 	}
 	l.recoveryPoint.Store(rp)
 	l.cleanerOffset.Store(st.CleanerCheckpoint)
