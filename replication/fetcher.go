@@ -126,6 +126,9 @@ type fetchPartition struct {
 	logStart int64
 	// due is whether the last round fetched the partition.
 	due bool
+	// warnedAt is when a local error of this partition was last logged
+	// at WARN (backoff).
+	warnedAt time.Time
 }
 
 // fetchState is p's fetch state (Partition.FetchState), from fp's copy when
@@ -623,14 +626,34 @@ func (f *fetcher) backoff(p *Partition, err error) {
 		// a whole replica.fetch.backoff.ms would stall acks=all behind us.
 		d = min(d, metadataLagBackoff)
 	}
-	f.logger.Debug("replica fetch partition error; backing off", "partition", p.String(), "err", err, "backoff", d)
+	var remote *kerr.Error
+	local := !errors.As(err, &remote)
+	now := f.now()
+	warn := false
 	f.mu.Lock()
 	if fp, ok := f.partitions[p]; ok {
-		fp.delayUntil = f.now().Add(d)
+		fp.delayUntil = now.Add(d)
 		f.recheck[p] = struct{}{}
+		if local && (fp.warnedAt.IsZero() || now.Sub(fp.warnedAt) >= localErrorLogInterval) {
+			fp.warnedAt, warn = now, true
+		}
 	}
 	f.mu.Unlock()
+	if warn {
+		// A local failure (the log refusing the leader's batches, a disk
+		// error) does not heal by retrying alone, and a replica stuck on
+		// it stays out of the ISR: say so where an operator looks, as
+		// Kafka logs a failed partition at ERROR, once per interval.
+		f.logger.Warn("replica fetch of partition keeps failing here; retrying", "partition", p.String(),
+			"leader", f.leader, "err", err, "backoff", d, "next_log_after", localErrorLogInterval)
+		return
+	}
+	f.logger.Debug("replica fetch partition error; backing off", "partition", p.String(), "err", err, "backoff", d)
 }
+
+// localErrorLogInterval is how often a partition's persisting local fetch
+// error is logged at WARN (each retry in between logs at DEBUG).
+const localErrorLogInterval = 30 * time.Second
 
 // metadataLagBackoff is the retry delay after an error that only says the
 // leader's metadata is a step behind ours.
