@@ -58,7 +58,6 @@ func (p *Partition) AppendAsFollower(leaderEpoch int32, batches []byte, leaderHW
 		if err := p.log.SetLogStartOffset(leaderLogStart); err != nil {
 			p.logger.Warn("following the leader's log start offset failed", "offset", leaderLogStart, "err", err)
 		}
-		p.watchers.changed() // storage.Log tells too; other ReplicaLogs may not
 	}
 	var ev Events
 	if len(batches) > 0 {

@@ -48,6 +48,11 @@ type ReplicaLog interface {
 	DurableEnd() int64
 	WaitDurable() error
 	SetFlushListener(f func())
+	// SetLogStartListener sets the function called after every move of
+	// the log start offset (retention, DeleteRecords, following the
+	// leader's, a full truncation): the partition tells its change
+	// listeners (changes.go).
+	SetLogStartListener(f func())
 
 	// MaxTimestamp and OffsetForTimestamp answer ListOffsets by time.
 	MaxTimestamp() (ts int64, offset int64)

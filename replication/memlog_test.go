@@ -38,9 +38,11 @@ type memLog struct {
 	batches  []memBatch // ascending offsets
 	segments []int64    // base offsets; the last is the active segment
 	logStart int64
-	leo      int64
-	hw       int64
-	flushed  int64 // every batch below is durable (the recovery point)
+	// onLogStart is told of every log start move (SetLogStartListener).
+	onLogStart func()
+	leo        int64
+	hw         int64
+	flushed    int64 // every batch below is durable (the recovery point)
 	// hwCheckpoint is the HW last written to the replication-offset
 	// checkpoint, what a restart starts from.
 	hwCheckpoint int64
@@ -99,6 +101,21 @@ func (l *memLog) Durable() bool           { return false }
 func (l *memLog) DurableEnd() int64       { return l.LogEndOffset() }
 func (l *memLog) WaitDurable() error      { return nil }
 func (l *memLog) SetFlushListener(func()) {}
+
+// SetLogStartListener sets what is told of log start moves, as
+// storage.Log's; called with l's lock held.
+func (l *memLog) SetLogStartListener(f func()) {
+	l.lock()
+	defer l.unlock()
+	l.onLogStart = f
+}
+
+// logStartMoved tells the listener. Must be called with l's lock held.
+func (l *memLog) logStartMoved() {
+	if l.onLogStart != nil {
+		l.onLogStart()
+	}
+}
 
 func (l *memLog) LogEndOffset() int64 {
 	l.lock()
@@ -321,6 +338,7 @@ func (l *memLog) truncateFullyLocked(offset int64) error {
 	l.cuts++
 	l.batches, l.segments = nil, []int64{offset}
 	l.logStart, l.leo, l.hw, l.flushed = offset, offset, offset, offset
+	l.logStartMoved()
 	return l.epochs.TruncateFromEnd(0) // every entry starts at or after 0: the history empties
 }
 
@@ -334,6 +352,7 @@ func (l *memLog) SetLogStartOffset(offset int64) error {
 		return fmt.Errorf("%w: log start offset %d beyond high watermark %d", storage.ErrOffsetOutOfRange, offset, l.hw)
 	}
 	l.logStart = offset
+	l.logStartMoved()
 	n := 0
 	for n < len(l.segments)-1 && l.segments[n+1] <= offset {
 		n++

@@ -118,9 +118,7 @@ func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
 		return -1, kerr.OffsetOutOfRange
 	}
 	if offset > p.log.LogStartOffset() {
-		err := p.log.SetLogStartOffset(offset)
-		p.watchers.changed() // storage.Log tells too; other ReplicaLogs may not
-		if err != nil {
+		if err := p.log.SetLogStartOffset(offset); err != nil {
 			return -1, err
 		}
 	}

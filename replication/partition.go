@@ -129,10 +129,7 @@ func NewPartition(topic string, index int32, log ReplicaLog, opts PartitionOptio
 	}
 	p.watchers.owner = p
 	log.SetFlushListener(p.logFlushed)
-	if l, ok := log.(interface{ SetLogStartListener(func()) }); ok {
-		// Retention and every other log start move (changes.go).
-		l.SetLogStartListener(p.watchers.changed)
-	}
+	log.SetLogStartListener(p.watchers.changed)
 	return p
 }
 
