@@ -26,29 +26,10 @@ import (
 // (storage.ErrInvalidOffset), and A backs off for ever at log end 1, out
 // of the ISR. The gate held the marker until A serves, so A catches up.
 func TestRestartedLeaderAppendsNothingAtItsReplayedEpoch(t *testing.T) {
-	clock := testsupport.NewClock(time.Unix(1000, 0))
-	timers := &fakeTimers{clock: clock}
-	state := func(leader, epoch int32, isr ...int32) PartitionState {
-		return PartitionState{Topic: "t", TopicID: rigTopicID, Replicas: []int32{2, 1}, ISR: isr, Leader: leader,
-			LeaderEpoch: epoch, PartitionEpoch: epoch}
-	}
+	rig := newTwoReplicaRig(t, slog.New(slog.DiscardHandler))
+	clock, state, fetcherOf, round := rig.clock, rig.state, rig.fetcherOf, rig.round
 	a := memPartition(2, clock, newMemLog(memLogConfig{}))
 	b := memPartition(1, clock, newMemLog(memLogConfig{}))
-	fetcherOf := func(local, leader int32, from func() *Partition) (*fetcher, *directClient) {
-		c := &directClient{leader: from}
-		return newFetcher(fetcherConfig{parent: context.Background(), leader: leader, localID: local,
-			opts: FetcherOptions{Backoff: time.Second}, client: c, now: clock.Now, after: timers.After,
-			logger: slog.New(slog.DiscardHandler), retire: func(*fetcher) bool { return true }}), c
-	}
-	round := func(f *fetcher, c *directClient) {
-		t.Helper()
-		rd, ok := f.nextRound()
-		if !ok {
-			return // every partition backs off
-		}
-		resp, err := c.Fetch(context.Background(), rd.req)
-		f.complete(rd, resp, err)
-	}
 
 	// Epoch 1: A leads, B fetches A's batch of 8.
 	must(t, a.MakeLeader(state(2, 1, 2, 1), 1))
@@ -129,4 +110,43 @@ func TestManagerHoldsLeaderAppendsUntilOpened(t *testing.T) {
 		m.Close()
 		logs.Close()
 	}
+}
+
+// twoReplicaRig drives replicas 2 and 1 of partition t through a real
+// fetcher on a fake clock, one fetch round at a time.
+type twoReplicaRig struct {
+	t      *testing.T
+	clock  *testsupport.Clock
+	timers *fakeTimers
+	logger *slog.Logger
+}
+
+func newTwoReplicaRig(t *testing.T, logger *slog.Logger) *twoReplicaRig {
+	clock := testsupport.NewClock(time.Unix(1000, 0))
+	return &twoReplicaRig{t: t, clock: clock, timers: &fakeTimers{clock: clock}, logger: logger}
+}
+
+// state is the partition's state with leader, epoch and isr.
+func (r *twoReplicaRig) state(leader, epoch int32, isr ...int32) PartitionState {
+	return PartitionState{Topic: "t", TopicID: rigTopicID, Replicas: []int32{2, 1}, ISR: isr, Leader: leader,
+		LeaderEpoch: epoch, PartitionEpoch: epoch}
+}
+
+// fetcherOf is local's fetcher from leader, whose partition from returns.
+func (r *twoReplicaRig) fetcherOf(local, leader int32, from func() *Partition) (*fetcher, *directClient) {
+	c := &directClient{leader: from}
+	return newFetcher(fetcherConfig{parent: context.Background(), leader: leader, localID: local,
+		opts: FetcherOptions{Backoff: time.Second}, client: c, now: r.clock.Now, after: r.timers.After,
+		logger: r.logger, retire: func(*fetcher) bool { return true }}), c
+}
+
+// round runs one fetch round of f (none when every partition backs off).
+func (r *twoReplicaRig) round(f *fetcher, c *directClient) {
+	r.t.Helper()
+	rd, ok := f.nextRound()
+	if !ok {
+		return
+	}
+	resp, err := c.Fetch(context.Background(), rd.req)
+	f.complete(rd, resp, err)
 }

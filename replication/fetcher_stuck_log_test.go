@@ -2,14 +2,12 @@ package replication
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/kbroker/kbroker/internal/testsupport"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -36,27 +34,9 @@ func (b *lockedBuffer) count(s string) int {
 // retries for ever: that must reach an operator at WARN, once per
 // localErrorLogInterval, not only at DEBUG on every retry.
 func TestStuckFollowerWarnsOncePerInterval(t *testing.T) {
-	clock := testsupport.NewClock(time.Unix(1000, 0))
-	timers := &fakeTimers{clock: clock}
-	state := func(leader, epoch int32, isr ...int32) PartitionState {
-		return PartitionState{Topic: "t", TopicID: rigTopicID, Replicas: []int32{2, 1}, ISR: isr, Leader: leader,
-			LeaderEpoch: epoch, PartitionEpoch: epoch}
-	}
 	var logs lockedBuffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	fetcherOf := func(local, leader int32, from func() *Partition) (*fetcher, *directClient) {
-		c := &directClient{leader: from}
-		return newFetcher(fetcherConfig{parent: context.Background(), leader: leader, localID: local,
-			opts: FetcherOptions{Backoff: time.Second}, client: c, now: clock.Now, after: timers.After,
-			logger: logger, retire: func(*fetcher) bool { return true }}), c
-	}
-	round := func(f *fetcher, c *directClient) {
-		t.Helper()
-		if rd, ok := f.nextRound(); ok {
-			resp, err := c.Fetch(context.Background(), rd.req)
-			f.complete(rd, resp, err)
-		}
-	}
+	rig := newTwoReplicaRig(t, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	clock, state, fetcherOf, round := rig.clock, rig.state, rig.fetcherOf, rig.round
 
 	// B holds A's batch of 8 of epoch 1; A comes back empty, still leading
 	// epoch 1, and takes one batch no other replica has.
