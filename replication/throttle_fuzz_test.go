@@ -56,7 +56,10 @@ func FuzzThrottledReplicas(f *testing.F) {
 		listed := func(p int32) bool {
 			return slices.ContainsFunc(list, func(s string) bool {
 				var lp, lb int64
-				_, err := fmt.Sscanf(strings.ReplaceAll(s, " ", ""), "%d:%d", &lp, &lb)
+				// Whitespace of any kind around the items and the colon
+				// is trimmed, as Kafka's list configs trim (and the
+				// parser and the validator do): "\n0:1" lists 0:1.
+				_, err := fmt.Sscanf(strings.Join(strings.Fields(s), ""), "%d:%d", &lp, &lb)
 				return err == nil && int32(lp) == p && int32(lb) == int32(broker)
 			})
 		}
